@@ -1,0 +1,78 @@
+"""Shared fixtures. Tests that need a Docker engine or qemu-user skip when it is missing on a
+developer machine, and fail when CI is set: in CI those tests must run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+BASE_IMAGE = "tfbuild/base:bookworm"
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip locally, fail in CI, when something a test needs is missing."""
+    if condition:
+        return
+    if in_ci():
+        pytest.fail(f"CI is set but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def run_tfbuild(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed tfbuild as a user would (python -m tfbuild)."""
+    return subprocess.run(
+        [sys.executable, "-m", "tfbuild", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[None]:
+    from tfbuild import engine
+
+    status = engine.status()
+    require(status.reachable, f"no Docker engine is reachable ({status.error})")
+    yield
+
+
+@pytest.fixture(scope="session")
+def base_image(docker_engine: None) -> str:
+    """The debootstrapped base image, made by the repository's script when missing."""
+    present = subprocess.run(
+        ["docker", "image", "inspect", BASE_IMAGE], capture_output=True, check=False
+    )
+    if present.returncode != 0:
+        require(shutil.which("debootstrap") is not None, "debootstrap is not installed")
+        subprocess.run([str(REPO / "scripts/make-base-image"), BASE_IMAGE], check=True)
+    return BASE_IMAGE
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tfbuild's own wheel plus every dependency wheel, for offline installs in containers."""
+    out = tmp_path_factory.mktemp("wheelhouse")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(out), str(REPO)],
+        check=True,
+        timeout=600,
+    )
+    return out

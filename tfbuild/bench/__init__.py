@@ -1,0 +1,1 @@
+"""Benchmarking: the fixed suite, the runner that times it, and the results it writes."""

@@ -1,0 +1,37 @@
+"""The fixed benchmark suite: names, what each one measures, and in which unit.
+
+Any change to what a benchmark does bumps SUITE_VERSION, so results of different suites are
+never compared with each other. The code that runs the suite lives in ``payload.py``; a test
+checks that both agree on the names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SUITE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    unit: str
+    description: str
+
+
+BENCHMARKS: dict[str, Benchmark] = {
+    b.name: b
+    for b in (
+        Benchmark("gru-keras", "examples/s", "seed-000 GRU model, Keras GRU layer, one SGD step"),
+        Benchmark(
+            "gru-static", "examples/s", "hand-built GRU cell, 20 steps unrolled in one graph"
+        ),
+        Benchmark("gru-dynamic", "examples/s", "hand-built GRU cell run by a symbolic loop"),
+        Benchmark("matmul-fed", "GFLOP/s", "y = m.x + b, 1000x1000 fp32, fed from numpy per call"),
+        Benchmark("matmul-pinned", "GFLOP/s", "y = m.x + b with m, x, b, y resident as variables"),
+        Benchmark("input-fed", "steps/s", "minibatches fed from numpy every step"),
+        Benchmark(
+            "input-pinned", "steps/s", "minibatches sliced from a dataset held as a constant"
+        ),
+    )
+}

@@ -1,0 +1,284 @@
+"""x86-64 CPU facts: /proc/cpuinfo parsing, psABI levels, safe -march names and build flags.
+
+Pure functions over flag sets; the fact tables live in ``data/microarchitectures.yaml``.
+Flags are kept in /proc/cpuinfo spelling (``pni`` for SSE3, ``abm`` for LZCNT); the names users
+write in matrix.yaml (``sse3``, ``avx512_vnni``...) are the keys of :func:`tf_flag_table`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfbuild.resources import load_table
+
+LEVEL_NAMES = ("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
+
+
+@dataclass(frozen=True)
+class TfFlag:
+    name: str
+    cpuinfo: str
+    copt: str
+    implies: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class March:
+    name: str
+    vendor: str
+    flags: frozenset[str]
+    """Every cpuinfo flag a compiler may emit code for with this -march (inherited included)."""
+    identify: frozenset[str]
+    gcc: str
+    clang: str
+    level: int
+
+
+@dataclass(frozen=True)
+class Processor:
+    """One ``processor`` block of /proc/cpuinfo: where that logical CPU sits."""
+
+    index: int
+    package: int | None
+    core: int | None
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    vendor_id: str
+    model_name: str
+    family: int | None
+    model: int | None
+    stepping: int | None
+    mhz: float | None
+    flags: frozenset[str]
+    processors: tuple[Processor, ...] = field(default=())
+    siblings: int | None = None
+    """Logical CPUs per package, as the first block states (``siblings``)."""
+    cores_per_package: int | None = None
+    """Physical cores per package, as the first block states (``cpu cores``)."""
+
+
+def _table() -> Mapping[str, Any]:
+    table: Mapping[str, Any] = load_table("microarchitectures")
+    return table
+
+
+@functools.cache
+def tf_flag_table() -> dict[str, TfFlag]:
+    """The TF-relevant extensions, keyed by their matrix.yaml name, in display order."""
+    return {
+        name: TfFlag(name, spec["cpuinfo"], spec["copt"], tuple(spec.get("implies", ())))
+        for name, spec in _table()["tf_flags"].items()
+    }
+
+
+@functools.cache
+def level_flags() -> tuple[frozenset[str], ...]:
+    """Cumulative flag sets of levels v1..v4 (index 0 is the x86-64 baseline)."""
+    sets: list[frozenset[str]] = []
+    acc: set[str] = set()
+    for name in LEVEL_NAMES:
+        acc |= set(_table()["levels"][name])
+        sets.append(frozenset(acc))
+    return tuple(sets)
+
+
+def isa_level(flags: Iterable[str]) -> int:
+    """psABI micro-architecture level 1..4, or 0 when even the x86-64 baseline is missing."""
+    have = set(flags)
+    level = 0
+    for needed in level_flags():
+        if not needed <= have:
+            break
+        level += 1
+    return level
+
+
+def level_name(level: int) -> str:
+    return LEVEL_NAMES[level - 1] if level >= 1 else "below x86-64 baseline"
+
+
+@functools.cache
+def marches() -> dict[str, March]:
+    specs: Mapping[str, Any] = _table()["marches"]
+
+    def own_and_inherited(name: str) -> set[str]:
+        spec = specs[name]
+        if "level" in spec:
+            return set(level_flags()[LEVEL_NAMES.index(spec["level"])])
+        inherited = own_and_inherited(spec["inherits"]) if "inherits" in spec else set()
+        return inherited | set(spec.get("flags", ()))
+
+    result = {}
+    for name, spec in specs.items():
+        flags = own_and_inherited(name) | level_flags()[0]
+        result[name] = March(
+            name=name,
+            vendor=spec["vendor"],
+            flags=frozenset(flags),
+            identify=frozenset(spec.get("identify", ())),
+            gcc=str(spec["gcc"]),
+            clang=str(spec["clang"]),
+            level=isa_level(flags),
+        )
+    return result
+
+
+def vendor_key(vendor_id: str) -> str:
+    vendors: Mapping[str, str] = _table()["vendors"]
+    return vendors.get(vendor_id, "other")
+
+
+@dataclass(frozen=True)
+class MarchChoice:
+    name: str
+    reason: str
+
+
+def closest_march(vendor_id: str, flags: Iterable[str]) -> MarchChoice | None:
+    """The most specific -march name whose code this CPU runs, or None below x86-64.
+
+    A vendor name (haswell, znver4...) is chosen when the CPU has all the extensions it may emit
+    and it is at least as capable as the CPU's psABI level; otherwise the generic x86-64-vN.
+    """
+    have = frozenset(flags)
+    level = isa_level(have)
+    if level == 0:
+        return None
+    generic = level_name(level)
+    vendor = vendor_key(vendor_id)
+    fitting = [
+        m
+        for m in marches().values()
+        if m.vendor == vendor and m.flags <= have and m.identify <= have and m.level >= level
+    ]
+    if not fitting:
+        why = (
+            "no named micro-architecture of this vendor fits its flags"
+            if vendor != "other"
+            else f"vendor {vendor_id or 'unknown'} has no named micro-architectures here"
+        )
+        return MarchChoice(generic, f"psABI level {generic}; {why}")
+    best = max(fitting, key=lambda m: (len(m.flags), len(m.identify)))
+    return MarchChoice(
+        best.name,
+        f"every extension -march={best.name} may emit is present (psABI level {generic})",
+    )
+
+
+def missing_flags(required: Iterable[str], have: Iterable[str]) -> list[str]:
+    """Required cpuinfo flags the CPU lacks: TF-relevant ones in table order, then the rest."""
+    have_set = set(have)
+    order = {flag.cpuinfo: i for i, flag in enumerate(tf_flag_table().values())}
+    return sorted(
+        (f for f in set(required) if f not in have_set), key=lambda f: (order.get(f, 99), f)
+    )
+
+
+_DISPLAY = {
+    "pni": "SSE3",
+    "sse4_1": "SSE4.1",
+    "sse4_2": "SSE4.2",
+    "abm": "LZCNT",
+    "lahf_lm": "LAHF",
+    "bmi1": "BMI1",
+}
+
+
+def display_name(cpuinfo_flag: str) -> str:
+    """User-facing name of a cpuinfo flag: SSE3 for pni, SSE4.2 for sse4_2, AVX512F..."""
+    return _DISPLAY.get(cpuinfo_flag, cpuinfo_flag.upper())
+
+
+def highest_extension(flags: Iterable[str]) -> str:
+    """Short description of the widest SIMD extension, for messages ("up to AVX2")."""
+    have = set(flags)
+    for name in ("amx_tile", "avx512f", "avx2", "avx", "sse4_2", "sse4_1", "ssse3", "pni", "sse2"):
+        if name in have:
+            return display_name(name)
+    return "no SSE2"
+
+
+def copts_for(tf_flags: Iterable[str]) -> list[str]:
+    """The -m options for matrix.yaml flag names, in table order."""
+    wanted = set(tf_flags)
+    return [flag.copt for name, flag in tf_flag_table().items() if name in wanted]
+
+
+def tf_flags_present(flags: Iterable[str]) -> dict[str, bool]:
+    have = set(flags)
+    return {name: flag.cpuinfo in have for name, flag in tf_flag_table().items()}
+
+
+def cpuinfo_flags_for(tf_flags: Iterable[str]) -> set[str]:
+    """cpuinfo flags a build with these matrix.yaml flags needs, implications followed."""
+    table = tf_flag_table()
+    needed: set[str] = set()
+    todo = list(tf_flags)
+    while todo:
+        name = todo.pop()
+        flag = table[name]
+        if flag.cpuinfo not in needed:
+            needed.add(flag.cpuinfo)
+            todo.extend(flag.implies)
+    return needed
+
+
+def onednn_default_on(flags: Iterable[str]) -> bool:
+    """Whether stock (non --config=mkl) x86 Linux TensorFlow turns oneDNN on by default here."""
+    return bool(set(_table()["onednn_default_on"]) & set(flags))
+
+
+def parse_cpuinfo(text: str) -> CpuInfo:
+    """Parse /proc/cpuinfo text. Raises ValueError with a readable reason when it is not x86."""
+    blocks = [b for b in text.replace("\r\n", "\n").split("\n\n") if b.strip()]
+    entries: list[dict[str, str]] = []
+    for block in blocks:
+        entry: dict[str, str] = {}
+        for line in block.splitlines():
+            key, sep, value = line.partition(":")
+            if sep:
+                entry[key.strip().lower()] = value.strip()
+        if "processor" in entry:
+            entries.append(entry)
+    if not entries:
+        raise ValueError("no 'processor' entries: this is not /proc/cpuinfo output")
+    first = entries[0]
+    if "flags" not in first:
+        if "features" in first or "cpu implementer" in first:
+            raise ValueError("this describes an ARM CPU; tfbuild plans x86-64 builds only")
+        raise ValueError("no 'flags' line: cannot tell which instruction sets the CPU has")
+
+    def as_int(entry: Mapping[str, str], key: str) -> int | None:
+        value = entry.get(key, "")
+        return int(value) if value.isdigit() else None
+
+    mhz: float | None
+    try:
+        mhz = float(first.get("cpu mhz", ""))
+    except ValueError:
+        mhz = None
+    processors = tuple(
+        Processor(
+            index=i if (n := as_int(e, "processor")) is None else n,
+            package=as_int(e, "physical id"),
+            core=as_int(e, "core id"),
+        )
+        for i, e in enumerate(entries)
+    )
+    return CpuInfo(
+        vendor_id=first.get("vendor_id", ""),
+        model_name=" ".join(first.get("model name", "").split()),
+        family=as_int(first, "cpu family"),
+        model=as_int(first, "model"),
+        stepping=as_int(first, "stepping"),
+        mhz=mhz,
+        flags=frozenset(first["flags"].split()),
+        processors=processors,
+        siblings=as_int(first, "siblings"),
+        cores_per_package=as_int(first, "cpu cores"),
+    )

@@ -1,0 +1,65 @@
+"""The errors a user can cause, one class per kind of mistake, each with its own exit code.
+
+The CLI prints ``str(error)`` and exits with ``error.exit_code``; a traceback is shown only with
+``--debug``. Anything that is not a :class:`TfbuildError` is a bug in tfbuild (exit code 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class TfbuildError(Exception):
+    """Base class: a problem the user can fix, reported without a traceback."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One located problem in an input file."""
+
+    file: str
+    line: int
+    column: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.message}"
+
+
+class MatrixError(TfbuildError):
+    """matrix.yaml is not valid. Carries every problem found, each with file, line and column."""
+
+    exit_code = 2
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        if not problems:
+            raise ValueError("MatrixError needs at least one problem")
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class HostProfileError(TfbuildError):
+    """A saved host profile (host.json) or cpuinfo file cannot be used."""
+
+    exit_code = 3
+
+
+class SelectionError(TfbuildError):
+    """A variant or tuning named on the command line is unknown, or a pattern selects nothing."""
+
+    exit_code = 4
+
+
+class EngineUnavailable(TfbuildError):
+    """A Docker engine is needed and none is reachable."""
+
+    exit_code = 5
+
+
+class UsageError(TfbuildError):
+    """Command-line options that contradict each other or name something unusable."""
+
+    exit_code = 64

@@ -1,0 +1,233 @@
+"""What a person reads: rich tables for host profiles and plans. Formats; never computes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from tfbuild import cpu
+from tfbuild.host import HostProfile
+from tfbuild.plan import Plan
+
+
+def _gib(value: int | None) -> str:
+    return f"{value / 2**30:.1f} GiB" if value else "unknown"
+
+
+def _yes_no(value: bool | None) -> Text:
+    if value is None:
+        return Text("unknown", style="yellow")
+    return Text("yes", style="green") if value else Text("no", style="red")
+
+
+def _kv_table(title: str, rows: Iterable[tuple[str, str | Text]]) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+def host_view(p: HostProfile) -> Group:
+    c, t, rec = p.cpu, p.topology, p.recommendations
+    origin = "this machine" if p.is_live else f"saved cpuinfo {p.source_path}"
+    march = c.march
+    cpu_rows: list[tuple[str, str | Text]] = [
+        ("profile of", origin),
+        ("vendor", c.vendor_id or "unknown"),
+        ("model", c.model_name or "unknown"),
+        ("family/model/stepping", f"{c.family}/{c.model}/{c.stepping}"),
+        ("x86-64 level", cpu.level_name(c.level)),
+        ("closest safe -march", f"{march.name}  ({march.reason})" if march else "none"),
+    ]
+    present = [name for name, have in c.tf_flags.items() if have]
+    absent = [name for name, have in c.tf_flags.items() if not have]
+    cpu_rows.append(("TF flags present", Text(" ".join(present) or "none", style="green")))
+    cpu_rows.append(("TF flags missing", Text(" ".join(absent) or "none", style="yellow")))
+
+    quota = t.cgroup.quota_cpus if t.cgroup else None
+    topo_rows: list[tuple[str, str | Text]] = [
+        ("logical CPUs", str(t.logical_cpus)),
+        ("physical cores", f"{t.physical_cores}  (from {t.source})"),
+        ("sockets", str(t.sockets)),
+        ("threads per core", str(t.threads_per_core)),
+    ]
+    if t.affinity is not None:
+        topo_rows += [
+            ("affinity", f"{len(t.affinity)} CPUs: {_cpulist(t.affinity)}"),
+            (
+                "cgroup CPU quota",
+                f"{quota:g} CPUs (cgroup v{t.cgroup.version})"
+                if t.cgroup and quota is not None
+                else "none",
+            ),
+            ("usable CPUs", str(t.usable_cpus)),
+            ("usable physical cores", str(t.usable_physical_cores)),
+        ]
+    parts: list[Table] = [
+        _kv_table("CPU", cpu_rows),
+        _kv_table("Topology", topo_rows),
+    ]
+    if p.system and p.memory:
+        limit = p.memory.cgroup_limit_bytes
+        parts.append(
+            _kv_table(
+                "System",
+                [
+                    (
+                        "memory",
+                        f"{_gib(p.memory.total_bytes)} total, "
+                        f"{_gib(p.memory.available_bytes)} available"
+                        + (f", cgroup limit {_gib(limit)}" if limit else ""),
+                    ),
+                    ("os", f"{p.system.os} ({p.system.kernel}, {p.system.machine})"),
+                    ("glibc", p.system.glibc or "not glibc"),
+                    (
+                        "python",
+                        f"{p.system.python} ({p.system.python_implementation}, "
+                        f"{p.system.python_executable})",
+                    ),
+                ],
+            )
+        )
+    if p.gpus is not None or p.docker is not None or p.qemu is not None:
+        parts.append(_kv_table("Accelerators and tools", _tool_rows(p)))
+    threads = rec.threads
+    parts.append(
+        _kv_table(
+            "Recommended",
+            [
+                ("bazel copts", " ".join(rec.copts) or "none"),
+                ("bazel host copts", " ".join(rec.host_copts) or "none"),
+                ("or by -march", " ".join(rec.march_copts) or "none"),
+                ("intra-op threads", f"{threads.intra_op}  (physical cores this process can use)"),
+                ("inter-op threads", f"{threads.inter_op}  (sockets in use)"),
+                ("OMP_NUM_THREADS", f"{threads.omp_num_threads}  (--config=mkl builds)"),
+                (
+                    "KMP_BLOCKTIME / KMP_AFFINITY",
+                    f"{threads.kmp_blocktime} / {threads.kmp_affinity}  (--config=mkl builds)",
+                ),
+                (
+                    "oneDNN in stock TF",
+                    "on by default on this CPU"
+                    if rec.onednn_default_on
+                    else "off by default on this CPU (TF_ENABLE_ONEDNN_OPTS=1 turns it on)",
+                ),
+                *(("note", note) for note in rec.notes),
+            ],
+        )
+    )
+    return Group(*_spaced(parts))
+
+
+def _tool_rows(p: HostProfile) -> list[tuple[str, str | Text]]:
+    rows: list[tuple[str, str | Text]] = []
+    if p.gpus is not None:
+        if p.gpus.devices:
+            for g in p.gpus.devices:
+                rows.append(
+                    (
+                        f"GPU {g.index}",
+                        f"{g.name}, compute capability "
+                        f"{g.compute_capability or 'unknown'}, driver {g.driver_version}",
+                    )
+                )
+        else:
+            rows.append(("NVIDIA GPUs", "none" + (f" ({p.gpus.error})" if p.gpus.error else "")))
+    if p.docker is not None:
+        d = p.docker
+        rows.append(
+            (
+                "Docker engine",
+                Text(f"reachable at {d.host}, version {d.version}", "green")
+                if d.reachable
+                else Text(f"not reachable at {d.host}: {d.error}", "yellow"),
+            )
+        )
+    if p.qemu is not None:
+        q = p.qemu
+        rows.append(
+            (
+                "qemu-user",
+                f"{q.path} ({q.version})"
+                if q.available
+                else "not installed (apt-get install qemu-user)",
+            )
+        )
+    return rows
+
+
+def _spaced(tables: list[Table]) -> list[Table | Text]:
+    out: list[Table | Text] = []
+    for table in tables:
+        if out:
+            out.append(Text(""))
+        out.append(table)
+    return out
+
+
+def _cpulist(cpus: Iterable[int]) -> str:
+    ranges: list[list[int]] = []
+    for n in sorted(cpus):
+        if ranges and n == ranges[-1][1] + 1:
+            ranges[-1][1] = n
+        else:
+            ranges.append([n, n])
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
+
+
+def plan_view(plan: Plan) -> Group:
+    variants = Table(title=f"Variants in {plan.matrix.path}", title_justify="left")
+    for column in ("variant", "source", "TF", "python", "flags", "configs", "runs here"):
+        variants.add_column(column, overflow="fold")
+    baseline = plan.matrix.baseline
+    for pv in plan.variants:
+        v = pv.variant
+        if v.source == "bazel":
+            flags = " ".join(pv.compiler_flags) or "(none)"
+            if v.cuda:
+                flags += f" cuda {v.cuda.version} {','.join(v.cuda.compute_capabilities)}"
+        elif v.source == "pypi":
+            flags = " ".join([v.requirement or "", *v.constraints])
+        else:
+            flags = str(v.path)
+        runs = _yes_no(pv.verdict.runs)
+        if pv.verdict.reasons:
+            runs.append(": " + "; ".join(pv.verdict.reasons), style="default")
+        name = Text(v.name, style="bold")
+        if v.name == baseline.variant:
+            name.append(" (baseline)", style="dim")
+        name.append(f"\n{v.id}", style="dim")
+        variants.add_row(
+            name,
+            v.source,
+            v.tensorflow or "latest",
+            v.python,
+            flags,
+            ", ".join(v.configs) or "-",
+            runs,
+        )
+    tunings = Table(title="Tunings (resolved for this host)", title_justify="left")
+    for column in ("tuning", "intra-op", "inter-op", "environment"):
+        tunings.add_column(column, overflow="fold")
+    for rt in plan.tunings:
+        tunings.add_row(
+            rt.name + (" (baseline)" if rt.name == baseline.tuning else ""),
+            "TF default" if rt.intra_op is None else str(rt.intra_op),
+            "TF default" if rt.inter_op is None else str(rt.inter_op),
+            " ".join(f"{k}={v}" for k, v in rt.env) or "-",
+        )
+    runnable = sum(1 for c in plan.configs if c.variant.verdict.runs)
+    summary = Text(
+        f"{len(plan.configs)} configs = {len(plan.variants)} variants x {len(plan.tunings)} "
+        f"tunings; {runnable} can run on this host",
+    )
+    return Group(variants, Text(""), tunings, Text(""), summary)
+
+
+def print_view(console: Console, view: Group) -> None:
+    console.print(view)
