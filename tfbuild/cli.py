@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 
 from tfbuild import __version__
-from tfbuild.errors import MatrixError, TfbuildError, UsageError
+from tfbuild.errors import MatrixError, NothingRan, RegressionFound, TfbuildError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,6 +75,23 @@ def selection_options(f: F) -> F:
     )(f)
 
 
+def store_option(f: F) -> F:
+    return click.option(
+        "--store",
+        "store_path",
+        type=click.Path(path_type=Path, file_okay=False),
+        default="wheels",
+        envvar="TFBUILD_WHEELS",
+        show_default=True,
+        help="Wheel store: one folder per variant id with the wheel and its manifest.",
+    )(f)
+
+
+def _default_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tfbuild"
+
+
 def _console() -> Console:
     # Piped output keeps wide tables readable unless COLUMNS says otherwise.
     wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ
@@ -106,6 +123,9 @@ def cli() -> None:
     \b
     tfbuild detect     what this machine is: CPU flags, level, -march, cores, GPUs, Docker
     tfbuild matrix     the variants x tunings of matrix.yaml, and which can run here
+    tfbuild fetch      download the prebuilt variants into the wheel store
+    tfbuild bench      measure every config with the fixed suite, in rounds, with an A/A control
+    tfbuild compare    rank the configs with confidence intervals, tiers and a "use this" block
     """
 
 
@@ -143,7 +163,7 @@ def detect(
     With --matrix, also says how many of that matrix's configs can run on the machine.
     """
     from tfbuild import host
-    from tfbuild.report import host_view
+    from tfbuild.report.terminal import host_view
     from tfbuild.resources import data_path
     from tfbuild.store import atomic_write_json
 
@@ -195,7 +215,7 @@ def matrix_cmd(
     thread counts and environment resolved for the host.
     """
     from tfbuild.plan import make_plan
-    from tfbuild.report import plan_view
+    from tfbuild.report.terminal import plan_view
 
     matrix = _load_matrix(matrix_path)
     profile = _load_host(host_path)
@@ -204,6 +224,287 @@ def matrix_cmd(
         click.echo(json.dumps(plan.to_json(), indent=2))
     else:
         _console().print(plan_view(plan))
+
+
+@cli.command()
+@matrix_option
+@selection_options
+@store_option
+@click.option("--refresh", is_flag=True, help="Ask the index again (picks up a new release).")
+@debug_option
+def fetch(
+    matrix_path: Path | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    store_path: Path,
+    refresh: bool,
+) -> None:
+    """Download the prebuilt variants (source: pypi) into the wheel store, once.
+
+    Each lands in STORE/<variant-id>/ with a manifest.json: name, version, sha256, the index URL
+    it came from and its tags. source: wheel variants get a manifest with their sha256.
+    Source builds are made by `tfbuild build`.
+    """
+    from tfbuild.fetch import fetch as fetch_variant
+    from tfbuild.plan import select
+    from tfbuild.store import WheelStore
+
+    matrix = _load_matrix(matrix_path)
+    store = WheelStore(store_path)
+    seen: set[str] = set()
+    for variant, _ in select(matrix, only, skip):
+        if variant.name in seen or variant.source == "bazel":
+            continue
+        seen.add(variant.name)
+        artifact, downloaded = fetch_variant(variant, store, matrix.defaults.pip, refresh)
+        state = "downloaded" if downloaded else "already in store"
+        click.echo(f"{variant.name}: {artifact.wheel} ({state}, sha256 {artifact.sha256[:16]})")
+    if not seen:
+        click.echo("nothing to fetch: the selection has only source builds (`tfbuild build`)")
+
+
+def _parse_cpus(value: str | None) -> tuple[int, ...] | None:
+    from tfbuild.host import parse_cpulist
+
+    if value is None:
+        return None
+    try:
+        cpus = tuple(parse_cpulist(value))
+    except ValueError as exc:
+        raise UsageError(f"--cpus {value!r}: expected a CPU list like 0 or 0,1 or 0-3") from exc
+    allowed = os.sched_getaffinity(0)
+    if not cpus or not set(cpus) <= allowed:
+        raise UsageError(f"--cpus {value!r}: this process may use CPUs {sorted(allowed)} only")
+    return cpus
+
+
+@cli.command()
+@matrix_option
+@selection_options
+@store_option
+@click.option("--quick", is_flag=True, help="Use the suite's quick preset (3 rounds by default).")
+@click.option("--preset", help="Use this suite preset from matrix.yaml.")
+@click.option("--rounds", type=click.IntRange(1, 1000), help="Override the number of rounds.")
+@click.option("--seed", type=int, help="Seed for the run order (default: random, recorded).")
+@click.option("--cpus", help="Pin every benchmark process to these CPUs, e.g. 0 or 0,1.")
+@click.option(
+    "--runtime",
+    type=click.Choice(["auto", "local", "docker"]),
+    default="auto",
+    show_default=True,
+    help="auto: Docker for variants that ask for it when an engine is reachable, else local.",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=1800,
+    show_default=True,
+    help="Seconds one benchmark process may take before it is killed.",
+)
+@click.option("--refresh", is_flag=True, help="Ask the index again for unpinned requirements.")
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Continue an interrupted session from its results file.",
+)
+@click.option(
+    "--results",
+    "results_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default="results",
+    envvar="TFBUILD_RESULTS",
+    show_default=True,
+    help="Folder for results files.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    envvar="TFBUILD_CACHE_DIR",
+    help="Runtime cache (default: ~/.cache/tfbuild).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@debug_option
+def bench(
+    matrix_path: Path | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    store_path: Path,
+    quick: bool,
+    preset: str | None,
+    rounds: int | None,
+    seed: int | None,
+    cpus: str | None,
+    runtime: str,
+    timeout: float,
+    refresh: bool,
+    resume: Path | None,
+    results_dir: Path,
+    cache_dir: Path | None,
+    quiet: bool,
+) -> None:
+    """Benchmark every selected (variant, tuning) config with the fixed suite.
+
+    Each variant is fetched, installed into its runtime (a cached venv, or a container) and
+    smoke-tested. Then each round runs every config once, each in a fresh process, in a
+    seeded shuffled order, with the baseline run twice (the A/A control). Every raw sample goes
+    to RESULTS/<session>.json, rewritten after each finished run; --resume continues it.
+    """
+    import dataclasses
+
+    from tfbuild import engine
+    from tfbuild.bench import runner
+    from tfbuild.bench.results import load
+    from tfbuild.bench.summary import summarise
+    from tfbuild.plan import make_plan
+    from tfbuild.progress import make_reporter
+    from tfbuild.report.terminal import bench_view
+    from tfbuild.store import WheelStore
+
+    if quick and preset:
+        raise UsageError("--quick is the preset named quick; give --quick or --preset")
+    workspace = runner.Workspace(
+        store=WheelStore(store_path),
+        cache_dir=cache_dir or _default_cache(),
+        results_dir=results_dir,
+        engine_reachable=engine.status().reachable,
+    )
+    reporter = make_reporter(quiet)
+    if resume is not None:
+        with reporter:
+            path = runner.resume_session(resume, workspace, reporter)
+    else:
+        matrix = _load_matrix(matrix_path)
+        preset_name = "quick" if quick else preset
+        suite = matrix.suite.preset(preset_name)
+        if rounds is not None:
+            suite = dataclasses.replace(suite, rounds=rounds)
+        plan = make_plan(matrix, _load_host(None), only, skip)
+        options = runner.BenchOptions(
+            suite=suite,
+            preset=preset_name,
+            seed=seed,
+            cpus=_parse_cpus(cpus),
+            runtime=runtime,
+            timeout=timeout,
+            refresh=refresh,
+            argv=tuple(sys.argv),
+        )
+        with reporter:
+            path = runner.run_session(plan, options, workspace, reporter)
+    document = load(path)
+    if not quiet:
+        _console().print(bench_view(summarise(document), path))
+    if not any(run["status"] == "ok" for run in document["runs"]):
+        raise NothingRan(f"no config could run; the reasons are recorded in {path}")
+
+
+def _fraction(value: str) -> float:
+    text = value.strip()
+    try:
+        number = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError as exc:
+        raise UsageError(f"--fail-above {value!r}: expected a percentage like 5% or 0.05") from exc
+    if not 0 < number < 1:
+        raise UsageError(f"--fail-above {value!r}: expected a value between 0% and 100%")
+    return number
+
+
+@cli.command()
+@click.argument(
+    "results_files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False)
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "markdown", "json", "html"]),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the report to this file (atomically) instead of standard output.",
+)
+@click.option(
+    "--against",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Older results to gate against (regression check); repeatable.",
+)
+@click.option(
+    "--fail-above",
+    default="5%",
+    show_default=True,
+    help="With --against: fail when a config got slower than this, significantly.",
+)
+@click.option(
+    "--allow-different-hosts",
+    is_flag=True,
+    help="With --against: compare results from different machines anyway.",
+)
+@debug_option
+def compare(
+    results_files: tuple[Path, ...],
+    fmt: str,
+    output: Path | None,
+    against: tuple[Path, ...],
+    fail_above: str,
+    allow_different_hosts: bool,
+) -> None:
+    """Rank the configs of one or more results files against the baseline.
+
+    Per benchmark and overall (geometric mean), each config's speed relative to the baseline
+    with a 95 % confidence interval, a paired test over rounds with Holm correction, and a
+    practical threshold from the A/A control; configs that cannot be told apart share a tier.
+    Ends with the config to use and how to reproduce it. Files from several machines are
+    reported per machine. With --against OLD, exits 10 when a config got slower than
+    --fail-above, naming each config and benchmark.
+    """
+    from tfbuild import compare as analysis
+    from tfbuild.report import comparison as views
+    from tfbuild.store import atomic_write_text
+
+    sessions = analysis.load_sessions(results_files)
+    reports = analysis.analyse(sessions)
+    changes = None
+    threshold = _fraction(fail_above)
+    if against:
+        changes = analysis.gate(
+            sessions, analysis.load_sessions(against), threshold, allow_different_hosts
+        )
+    if fmt == "table":
+        console = _console()
+        console.print(views.compare_view(reports))
+        if changes is not None:
+            console.print(views.gate_view(changes, threshold))
+        text = None
+    elif fmt == "markdown":
+        text = views.compare_markdown(reports)
+        if changes is not None:
+            text += "\n" + views.gate_markdown(changes, threshold)
+    elif fmt == "json":
+        text = json.dumps(views.compare_json(reports, changes), indent=2) + "\n"
+    else:
+        from tfbuild.report.html import compare_html
+
+        text = compare_html(reports)
+    if text is not None:
+        if output is not None:
+            atomic_write_text(output, text)
+            click.echo(f"wrote {output}", err=True)
+        else:
+            click.echo(text, nl=False)
+    regressions = [c for c in changes or [] if c.regression]
+    if regressions:
+        names = "; ".join(
+            f"{c.config} {c.benchmark} {c.ratio - 1:+.1%} (Holm p {c.p_holm:.3g})"
+            for c in regressions
+        )
+        raise RegressionFound(
+            f"{len(regressions)} slower than {fail_above} against {', '.join(map(str, against))}: "
+            + names
+        )
 
 
 def _report(error: BaseException) -> None:
@@ -235,11 +536,11 @@ def main(argv: list[str] | None = None) -> None:
     except TfbuildError as error:
         _report(error)
         sys.exit(error.exit_code)
-    except click.exceptions.Abort:
-        print("tfbuild: interrupted", file=sys.stderr)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        print("tfbuild: interrupted", file=sys.stderr)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        print(
+            "tfbuild: interrupted; finished work is kept (bench: --resume RESULTS_FILE)",
+            file=sys.stderr,
+        )
         sys.exit(130)
     except click.ClickException as error:
         error.show()

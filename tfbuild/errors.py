@@ -63,3 +63,33 @@ class UsageError(TfbuildError):
     """Command-line options that contradict each other or name something unusable."""
 
     exit_code = 64
+
+
+class InstallError(TfbuildError):
+    """Fetching a wheel or installing it into a runtime failed (the pip log tail says why)."""
+
+    exit_code = 8
+
+
+class NotBuiltError(TfbuildError):
+    """A source variant has no wheel in the store yet."""
+
+    exit_code = 8
+
+
+class ResultsError(TfbuildError):
+    """A results file cannot be read, resumed or compared."""
+
+    exit_code = 9
+
+
+class NothingRan(TfbuildError):
+    """A bench session finished without a single successful measurement."""
+
+    exit_code = 11
+
+
+class RegressionFound(TfbuildError):
+    """The regression gate found configs slower than the threshold allows."""
+
+    exit_code = 10

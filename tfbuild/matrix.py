@@ -29,6 +29,7 @@ from tfbuild.resources import load_table
 SCHEMA_VERSION = 1
 Source = Literal["bazel", "pypi", "wheel"]
 SOURCES: tuple[Source, ...] = ("bazel", "pypi", "wheel")
+RUNTIMES = ("auto", "local", "docker")
 THREAD_WORDS = ("physical", "logical")
 
 # Patterns for everything that may reach a template, a command line or a shell.
@@ -128,6 +129,8 @@ class Variant:
     requirement: str | None = None
     constraints: tuple[str, ...] = ()
     path: Path | None = None
+    runtime: str = "auto"
+    """Where it runs: local venv, docker container, or auto (docker for source builds)."""
     where: Where | None = field(default=None, compare=False)
 
     @property
@@ -146,6 +149,7 @@ class Variant:
             "source": self.source,
             "python": self.python,
             "tensorflow": self.tensorflow,
+            "runtime": self.runtime,
         }
         if self.source == "bazel":
             data |= {
@@ -636,7 +640,7 @@ def _read_pip(ctx: _Ctx, node: yaml.Node | None, base: PipSettings) -> PipSettin
     return PipSettings(index_url, extra, ca_bundle, trusted)
 
 
-_COMMON_VARIANT_KEYS = ["name", "id", "source", "python", "tensorflow"]
+_COMMON_VARIANT_KEYS = ["name", "id", "source", "python", "tensorflow", "runtime"]
 _SOURCE_KEYS: dict[str, list[str]] = {
     "bazel": ["configs", "cpu_flags", "march", "copts", "cuda"],
     "pypi": ["requirement", "constraints"],
@@ -696,6 +700,9 @@ def _read_variant(ctx: _Ctx, node: yaml.Node, where: str, defaults: Defaults) ->
     )
     if name is None or source is None:
         return None
+    runtime = "auto"
+    if (n := m.get("runtime")) is not None:
+        runtime = _choice(ctx, n, m.path("runtime"), RUNTIMES, "runtime") or runtime
     given_id = None
     if (n := m.get("id")) is not None:
         given_id = _text(ctx, n, m.path("id"), ID_RE, NAME_RULE.replace("64", "128"))
@@ -739,6 +746,7 @@ def _read_variant(ctx: _Ctx, node: yaml.Node, where: str, defaults: Defaults) ->
         source=source,  # type: ignore[arg-type]  # checked by _choice
         python=python,
         tensorflow=tensorflow,
+        runtime=runtime,
         where=Where(ctx.file, m.node.start_mark.line + 1),
         **fields,
     )

@@ -1,4 +1,4 @@
-"""What a person reads: rich tables for host profiles and plans. Formats; never computes."""
+"""Terminal views: rich tables for host profiles, plans, bench sessions and comparisons."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tfbuild import cpu
+from tfbuild.bench.summary import Summary
 from tfbuild.host import HostProfile
 from tfbuild.plan import Plan
 
@@ -231,3 +232,49 @@ def plan_view(plan: Plan) -> Group:
 
 def print_view(console: Console, view: Group) -> None:
     console.print(view)
+
+
+def bench_view(summary: Summary, path: object) -> Group:
+    table = Table(
+        title=f"Median throughput per config (one value per round) - {path}", title_justify="left"
+    )
+    table.add_column("config", no_wrap=True)
+    for bench in summary.benchmarks:
+        table.add_column(f"{bench}\n{summary.units[bench]}", justify="right")
+    for config in summary.configs:
+        row: list[str | Text] = [config]
+        for bench in summary.benchmarks:
+            cell = summary.cells.get((config, bench))
+            if cell is None:
+                row.append(Text("failed", style="red"))
+                continue
+            text = f"{cell.median:,.1f}"
+            if summary.units[bench] == "GFLOP/s" and config in summary.peak:
+                text += f" ({cell.median / summary.peak[config]:.0%} pk)"
+            noisy = cell.cv > 0.05
+            row.append(
+                Text(
+                    text + (f"\ncv {cell.cv:.0%}" if noisy else ""), style="yellow" if noisy else ""
+                )
+            )
+        table.add_row(*row)
+    lines: list[Table | Text] = [table]
+    if summary.aa_ratio:
+        spread = max(abs(r - 1) for r in summary.aa_ratio.values())
+        ratios = ", ".join(f"{b} {r:.3f}" for b, r in summary.aa_ratio.items())
+        lines.append(
+            Text(
+                f"A/A control (baseline run twice per round), ratio of medians: "
+                f"{ratios}; largest deviation {spread:.1%}"
+            )
+        )
+    if summary.overhead is not None:
+        lines.append(
+            Text(f"harness overhead between timed samples: {summary.overhead:.3%} of timed time")
+        )
+    if summary.elapsed_s is not None:
+        lines.append(Text(f"{summary.runs} runs in {summary.elapsed_s / 60:.1f} min"))
+    for who, why in summary.failures:
+        lines.append(Text(f"failed {who}: {why}", style="red"))
+    lines.append(Text("Rank these with `tfbuild compare " + str(path) + "`", style="dim"))
+    return Group(*lines)

@@ -1,0 +1,96 @@
+"""Tiny wheels made in tests: a package with a C extension compiled with chosen flags."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tfbuild import host
+
+# Instructions a test can execute to prove that a CPU lacks them: (cpuinfo flag, gcc option,
+# C statement). The statement runs when the extension is imported.
+LACKING = [
+    (
+        "avx512f",
+        "-mavx512f",
+        "__m512 v = _mm512_set1_ps((float)argc); sink = _mm512_reduce_add_ps(_mm512_add_ps(v, v));",
+    ),
+    ("amx_tile", "-mamx-tile", "_tile_release();"),
+    (
+        "avx_vnni",
+        "-mavxvnni",
+        "__m256i a = _mm256_set1_epi32(argc); a = _mm256_dpbusd_avx_epi32(a, a, a);"
+        " sink = (float)_mm256_extract_epi32(a, 0);",
+    ),
+]
+
+
+def instruction_this_cpu_lacks() -> tuple[str, str, str]:
+    """(name, gcc flag, statement) for an extension this CPU does not have.
+
+    Every x86 CPU lacks *something* tfbuild knows how to compile; if a CPU has all of these,
+    `ud2` (the architecturally undefined instruction) stands in.
+    """
+    flags = host.detect().cpu.flags
+    for name, flag, statement in LACKING:
+        if name not in flags:
+            return name, flag, statement
+    return "ud2", "", "__builtin_trap();"
+
+
+def build_wheel(
+    out: Path,
+    *,
+    package: str,
+    version: str,
+    cflags: list[str],
+    statement: str = "",
+    requires: list[str] | None = None,
+) -> Path:
+    """A wheel with `package`/__init__.py importing `package._probe`, a C extension whose module
+    init runs `statement` (so importing the package executes it)."""
+    src = out / f"src-{package}-{version}"
+    (src / package).mkdir(parents=True)
+    (src / package / "__init__.py").write_text(f"from {package} import _probe\n")
+    (src / "probe.c").write_text(
+        textwrap.dedent(
+            """\
+            #include <Python.h>
+            #include <immintrin.h>
+            volatile float sink;
+            static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "_probe", NULL, -1, NULL};
+            PyMODINIT_FUNC PyInit__probe(void) {
+                int argc = 3;
+                (void)argc;
+                %s
+                return PyModule_Create(&def);
+            }
+            """
+        )
+        % statement
+    )
+    (src / "setup.py").write_text(
+        textwrap.dedent(
+            f"""\
+            from setuptools import Extension, setup
+            setup(
+                name={package!r},
+                version={version!r},
+                packages=[{package!r}],
+                install_requires={requires or []!r},
+                ext_modules=[Extension("{package}._probe", ["probe.c"],
+                                       extra_compile_args={["-O1", *cflags]!r})],
+            )
+            """
+        )
+    )
+    dist = out / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(src)],
+        check=True,
+        timeout=600,
+    )
+    normalized = package.replace("-", "_")
+    return next(dist.glob(f"{normalized}-{version}-*.whl"))

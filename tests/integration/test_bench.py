@@ -1,0 +1,225 @@
+"""`tfbuild bench` end to end with real TensorFlow wheels from the package index."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from cext import build_wheel, instruction_this_cpu_lacks
+from conftest import run_tfbuild
+
+from tfbuild.resources import data_path
+
+pytestmark = [pytest.mark.tf, pytest.mark.slow]
+
+SCHEMA = json.loads(data_path("schemas/results.schema.json").read_text())
+TF = "tensorflow-cpu==2.21.0"
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Store and runtime cache shared by this module's sessions: TF is installed once."""
+    return tmp_path_factory.mktemp("bench")
+
+
+def write_matrix(folder: Path, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "matrix.yaml"
+    path.write_text(text)
+    return path
+
+
+def bench(workspace: Path, matrix: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_tfbuild("bench", *bench_args(workspace, matrix), *args, timeout=1800)
+
+
+def bench_args(workspace: Path, matrix: Path) -> list[str]:
+    return [
+        "--matrix",
+        str(matrix),
+        "--store",
+        str(workspace / "wheels"),
+        "--cache-dir",
+        str(workspace / "cache"),
+        "--results",
+        str(matrix.parent / "results"),
+    ]
+
+
+def only_results(matrix: Path) -> tuple[Path, dict[str, Any]]:
+    (path,) = (matrix.parent / "results").glob("*.json")
+    document = json.loads(path.read_text())
+    jsonschema.Draft202012Validator(SCHEMA).validate(document)
+    return path, document
+
+
+def test_quick_bench_two_tunings(workspace: Path) -> None:
+    matrix = write_matrix(
+        workspace / "quick",
+        f"""\
+variants:
+  - {{name: tf, source: pypi, requirement: "{TF}"}}
+tunings:
+  - {{name: default}}
+  - {{name: single-thread, intra_op: 1, inter_op: 1, env: {{OMP_NUM_THREADS: "1"}}}}
+""",
+    )
+    proc = bench(workspace, matrix, "--quick")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    path, doc = only_results(matrix)
+    assert doc["session"]["complete"] is True and doc["session"]["preset"] == "quick"
+    assert doc["baseline"]["aa_config"] == "tf:default~aa"
+    keys = {"tf:default", "tf:single-thread", "tf:default~aa"}
+    assert len(doc["order"]) == 3 and all(set(order) == keys for order in doc["order"])
+    assert len(doc["runs"]) == 9 and all(run["status"] == "ok" for run in doc["runs"])
+    for run in doc["runs"]:
+        assert set(run["benchmarks"]) == set(doc["suite"]["benchmarks"])
+        for name, entry in run["benchmarks"].items():
+            assert "error" not in entry, (name, entry.get("error"))
+            assert len(entry["samples"]) == 3
+            assert all(s["throughput"] > 0 and s["cpu_s"] > 0 for s in entry["samples"])
+        if run["config"] == "tf:single-thread":
+            threads = run["threads"]
+            assert (threads["intra_op"], threads["inter_op"]) == (1, 1)
+            assert threads["env"] == {"OMP_NUM_THREADS": "1"}
+    smoke = doc["variants"]["tf"]["smoke"]
+    assert smoke["tensorflow"] == "2.21.0" and smoke["probe_ok"] is True
+    manifest = doc["variants"]["tf"]["manifest"]
+    assert manifest["name"].replace("_", "-") == "tensorflow-cpu"
+    assert len(manifest["sha256"]) == 64 and manifest["index_url"]
+    assert "A/A control" in proc.stdout and "tf:single-thread" in proc.stdout
+
+    # ...and `tfbuild compare` on those real results, in every format, and gated on itself
+    table = run_tfbuild("compare", str(path))
+    assert table.returncode == 0, table.stderr
+    assert "tf:single-thread" in table.stdout and "Use this" in table.stdout
+    report = run_tfbuild("compare", str(path), "--format", "json")
+    ranked = {e["config"] for e in json.loads(report.stdout)["hosts"][0]["ranking"]}
+    assert ranked == {"tf:default", "tf:single-thread"}
+    html = matrix.parent / "report.html"
+    assert run_tfbuild("compare", str(path), "--format", "html", "-o", str(html)).returncode == 0
+    assert html.read_text().count("data:image/png;base64,") == 2
+    gate = run_tfbuild("compare", str(path), "--against", str(path), "--fail-above", "5%")
+    assert gate.returncode == 0, gate.stderr
+
+
+def test_killed_session_keeps_finished_runs_and_resumes(workspace: Path) -> None:
+    matrix = write_matrix(
+        workspace / "kill",
+        f"""\
+variants:
+  - {{name: tf, source: pypi, requirement: "{TF}"}}
+suite:
+  benchmarks: [matmul-pinned, input-pinned]
+  rounds: 3
+  warmup: 1
+  samples: 2
+""",
+    )
+    results = matrix.parent / "results"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfbuild", "bench", *bench_args(workspace, matrix), "--cpus", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 900
+    runs_before = 0
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            files = list(results.glob("*.json"))
+            if files:
+                try:
+                    runs_before = len(json.loads(files[0].read_text())["runs"])
+                except ValueError:  # pragma: no cover - atomic writes make this unreachable
+                    pytest.fail("a reader saw a half-written results file")
+                if runs_before >= 2:
+                    break
+            time.sleep(0.1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the session ended before it could be killed"
+    path, doc = only_results(matrix)
+    assert doc["session"]["complete"] is False
+    kept = doc["runs"]
+    assert 2 <= len(kept) < 6 and all(run["status"] == "ok" for run in kept)
+    assert all(run["threads"]["affinity"] == [0] for run in kept)
+
+    resumed = run_tfbuild(
+        "bench",
+        "--resume",
+        str(path),
+        "--store",
+        str(workspace / "wheels"),
+        "--cache-dir",
+        str(workspace / "cache"),
+        timeout=1800,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    _, done = only_results(matrix)
+    assert done["session"]["complete"] is True
+    assert done["runs"][: len(kept)] == kept
+    pairs = [(run["round"], run["config"]) for run in done["runs"]]
+    assert len(pairs) == len(set(pairs)) == 6
+    assert all(run["status"] == "ok" and run["threads"]["affinity"] == [0] for run in done["runs"])
+
+
+def test_import_failure_is_recorded_and_others_run(workspace: Path) -> None:
+    matrix = write_matrix(
+        workspace / "import",
+        f"""\
+variants:
+  - {{name: tf, source: pypi, requirement: "{TF}"}}
+  - {{name: intel-no-cap, source: pypi, requirement: "intel-tensorflow==2.14.0"}}
+suite: {{benchmarks: [matmul-pinned], rounds: 1, warmup: 1, samples: 1}}
+""",
+    )
+    proc = bench(workspace, matrix)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _, doc = only_results(matrix)
+    (failure,) = doc["failures"]
+    assert failure["variant"] == "intel-no-cap" and failure["stage"] == "smoke"
+    assert failure["kind"] == "import"
+    assert failure["reason"] == (
+        "TensorFlow failed to import: it was built against NumPy 1.x and NumPy 2 is installed; "
+        'add constraints: ["numpy<2"] to this variant'
+    )
+    assert failure["configs"] == ["intel-no-cap:default"]
+    assert {run["config"] for run in doc["runs"]} == {"tf:default", "tf:default~aa"}
+    assert all(run["status"] == "ok" for run in doc["runs"])
+    assert "failed intel-no-cap: smoke: TensorFlow failed to import" in proc.stdout
+
+
+def test_sigill_is_explained(workspace: Path, tmp_path: Path) -> None:
+    name, flag, statement = instruction_this_cpu_lacks()
+    wheel = build_wheel(
+        tmp_path,
+        package="tensorflow",
+        version="0.0.1",
+        cflags=[flag] if flag else [],
+        statement=statement,
+        requires=["numpy"],
+    )
+    matrix = write_matrix(
+        tmp_path / "m",
+        f"variants:\n  - {{name: needs-{name.replace('_', '-')}, source: wheel, path: {wheel}}}\n",
+    )
+    proc = bench(workspace, matrix, "--rounds", "1")
+    assert proc.returncode == 11, proc.stderr[-3000:]
+    assert "no config could run" in proc.stderr
+    _, doc = only_results(matrix)
+    (failure,) = doc["failures"]
+    assert failure["kind"] == "sigill" and failure["signal"] == signal.SIGILL
+    assert failure["reason"] == (
+        "this build uses CPU instructions this machine lacks (killed by SIGILL, signal 4)"
+    )
+    assert doc["runs"] == [] and doc["session"]["complete"] is True

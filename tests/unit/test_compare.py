@@ -1,0 +1,224 @@
+"""`tfbuild compare`: golden outputs, the regression gate, several hosts, and the HTML report."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, require, run_tfbuild
+from synthetic import session, write
+
+GOLDEN = FIXTURES / "results"
+REAL = GOLDEN / "session-2x2-10rounds.json"
+UPDATE = bool(os.environ.get("TFBUILD_UPDATE_GOLDEN"))
+
+
+def compare(*args: str, cwd: Path = GOLDEN) -> subprocess.CompletedProcess[str]:
+    return run_tfbuild("compare", *args, cwd=cwd, env={"COLUMNS": "120"})
+
+
+@pytest.mark.parametrize(
+    ("fmt", "golden"), [("table", "golden.table.txt"), ("markdown", "golden.md")]
+)
+def test_golden_output(fmt: str, golden: str) -> None:
+    """The report of a real 10-round session (stock TF vs intel-tensorflow, two tunings).
+
+    Set TFBUILD_UPDATE_GOLDEN=1 to rewrite the golden files after an intended change.
+    """
+    proc = compare(REAL.name, "--format", fmt)
+    assert proc.returncode == 0, proc.stderr
+    path = GOLDEN / golden
+    if UPDATE:
+        path.write_text(proc.stdout)
+    assert proc.stdout == path.read_text()
+
+
+def test_real_session_findings() -> None:
+    doc = json.loads(compare(REAL.name, "--format", "json").stdout)
+    assert doc["schema"] == "tfbuild.compare/1"
+    (host,) = doc["hosts"]
+    ranking = {e["config"]: e for e in host["ranking"]}
+    # one thread is measurably slower than TensorFlow's own pools on a two-core machine
+    assert ranking["stock:single-thread"]["verdict"] == "slower"
+    assert ranking["intel-2.14:single-thread"]["verdict"] == "slower"
+    assert host["tiers"][0][0] in ("stock:default", "intel-2.14:default")
+    assert host["choice"]["config"] == "stock:default"
+    assert host["choice"]["sha256"] and host["choice"]["wheel"].endswith(".whl")
+    assert host["minimum_detectable"]["overall"] > 0
+    assert host["aa"]["overall"]["verdict"] == "tie"
+
+
+def test_use_this_block_names_env_and_threading(tmp_path: Path) -> None:
+    doc = session({"fast:single": 1.3}, seed=2)
+    proc = compare(str(write(tmp_path / "s.json", doc)))
+    assert proc.returncode == 0, proc.stderr
+    use = proc.stdout.split("Use this", 1)[1]
+    assert "Use fast with tuning single: fast:single is 1.3" in use.replace("\n", " ")
+    assert "export OMP_NUM_THREADS=1" in use
+    assert "tf.config.threading.set_intra_op_parallelism_threads(1)" in use
+    assert "pip install wheels/tf2.21-py3.11-fast/fast-2.21.0-py3-none-any.whl" in use
+
+
+def test_failed_configs_are_listed(tmp_path: Path) -> None:
+    doc = session({"ok:default": 1.0}, seed=1)
+    doc["configs"].append(
+        {
+            "key": "avx512:default",
+            "variant": "avx512",
+            "tuning": "default",
+            "aa": False,
+            "intra_op": None,
+            "inter_op": None,
+            "env": {},
+            "peak": None,
+        }
+    )
+    doc["variants"]["avx512"] = {"definition": {"name": "avx512"}, "status": "failed"}
+    doc["failures"].append(
+        {
+            "variant": "avx512",
+            "configs": ["avx512:default"],
+            "stage": "plan",
+            "reason": "cannot run here: needs AVX512F",
+        }
+    )
+    doc["runs"][3]["status"] = "failed"
+    doc["runs"][3]["failure"] = {
+        "kind": "sigill",
+        "reason": "this build uses CPU instructions "
+        "this machine lacks (killed by SIGILL, signal 4)",
+    }
+    proc = compare(str(write(tmp_path / "s.json", doc)))
+    assert "failed avx512:default: plan: cannot run here: needs AVX512F" in proc.stdout
+    assert "killed by SIGILL, signal 4" in proc.stdout
+
+
+def test_gate_passes_unchanged_and_fails_slower(tmp_path: Path) -> None:
+    old = write(tmp_path / "old.json", session({"v:default": 1.0}, seed=1, session_id="old"))
+    same = write(tmp_path / "same.json", session({"v:default": 1.0}, seed=2, session_id="same"))
+    proc = compare(str(same), "--against", str(old), "--fail-above", "5%")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "REGRESSION" not in proc.stdout
+    slower = write(
+        tmp_path / "slow.json",
+        session({"v:default": {"matmul-pinned": 0.85}}, seed=3, session_id="slow"),
+    )
+    proc = compare(str(slower), "--against", str(old), "--fail-above", "5%")
+    assert proc.returncode == 10
+    assert "v:default matmul-pinned -15." in proc.stderr
+    assert proc.stdout.count("REGRESSION") == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_gate_refuses_other_hosts(tmp_path: Path) -> None:
+    old = write(tmp_path / "old.json", session({}, seed=1, hostname="a", session_id="a"))
+    new = write(tmp_path / "new.json", session({}, seed=2, hostname="b", session_id="b"))
+    proc = compare(str(new), "--against", str(old))
+    assert proc.returncode == 9 and "not a regression" in proc.stderr
+    proc = compare(str(new), "--against", str(old), "--allow-different-hosts")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_several_hosts_are_reported_side_by_side(tmp_path: Path) -> None:
+    a = write(
+        tmp_path / "a.json", session({"v:default": 1.2}, seed=1, hostname="node-a", session_id="a")
+    )
+    b = write(
+        tmp_path / "b.json", session({"v:default": 0.8}, seed=2, hostname="node-b", session_id="b")
+    )
+    a2 = write(
+        tmp_path / "a2.json",
+        session({"v:default": 1.2}, seed=3, hostname="node-a", session_id="a2"),
+    )
+    doc = json.loads(compare(str(a), str(b), str(a2), "--format", "json").stdout)
+    hosts = {h["host"].split(" / ")[0]: h for h in doc["hosts"]}
+    assert set(hosts) == {"node-a", "node-b"}
+    assert len(hosts["node-a"]["sessions"]) == 2 and hosts["node-a"]["rounds"] == 20
+    verdict = {
+        h: next(e for e in d["ranking"] if e["config"] == "v:default")["verdict"]
+        for h, d in hosts.items()
+    }
+    assert verdict == {"node-a": "faster", "node-b": "slower"}
+
+
+def test_not_a_results_file(tmp_path: Path) -> None:
+    bad = tmp_path / "host.json"
+    bad.write_text(json.dumps({"schema": "tfbuild.host/1"}))
+    proc = compare(str(bad))
+    assert proc.returncode == 9 and "expected 'tfbuild.results/1'" in proc.stderr
+
+
+CHECK = """
+<script>
+window.__errors = [];
+window.addEventListener('error', e => window.__errors.push(String(e.message || e.type)), true);
+window.addEventListener('load', () => {
+  const imgs = Array.from(document.images);
+  const broken = imgs.filter(i => !i.complete || i.naturalWidth === 0).length;
+  const out = document.createElement('pre');
+  out.id = 'tfbuild-check';
+  out.textContent = JSON.stringify({images: imgs.length, broken: broken,
+                                    errors: window.__errors,
+                                    tables: document.querySelectorAll('table').length});
+  document.body.appendChild(out);
+});
+</script>
+"""
+
+
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    require(path is not None, "chromium is not installed (apt-get install chromium)")
+    assert path is not None
+    return path
+
+
+def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
+    """The HTML report of the real session, loaded in headless Chromium: no errors, every
+    chart image decodes. A screenshot is left next to the report for a person to look at."""
+    browser = chromium()
+    report = tmp_path / "report.html"
+    proc = compare(str(REAL), "--format", "html", "--output", str(report))
+    assert proc.returncode == 0, proc.stderr
+    html = report.read_text()
+    assert html.count('src="data:image/png;base64,') == 2
+    assert "<script" not in html  # self-contained, static
+    checked = tmp_path / "checked.html"
+    checked.write_text(html.replace("<head>", "<head>" + CHECK, 1))
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    dom = subprocess.run(
+        [browser, *flags, "--virtual-time-budget=5000", "--dump-dom", checked.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    match = re.search(r'<pre id="tfbuild-check">(.*?)</pre>', dom.stdout)
+    assert match, dom.stderr[-2000:]
+    result = json.loads(match.group(1).replace("&quot;", '"'))
+    assert result == {"images": 2, "broken": 0, "errors": [], "tables": result["tables"]}
+    assert result["tables"] >= 4
+    screenshot = tmp_path / "report.png"
+    subprocess.run(
+        [browser, *flags, "--window-size=1280,2400", f"--screenshot={screenshot}", report.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert screenshot.exists() and screenshot.stat().st_size > 50_000

@@ -1,0 +1,448 @@
+"""tfbuild benchmark suite, version 1: the code that runs inside a runtime (venv or container).
+
+Imports only the standard library, numpy and tensorflow, and never tfbuild: the file is copied
+into the runtime and run as ``python payload.py CONFIG.json RESULT.json``. The parent process sets
+the tuning's environment variables before starting it, so they are in force before TensorFlow
+initialises; thread pool sizes from the config are applied here, before the first op runs.
+
+Every benchmark has fixed shapes, seeds and iteration counts, identical for every build. A change
+to any of them is a new suite version (SUITE_VERSION), so results of different suites are never
+compared.
+
+The experiments come from:
+- gru-*: "TensorFlow Speed: Build from Source and Hand-Built GRU" (library GRU layer vs a
+  hand-built cell, unrolled statically or run by a symbolic loop);
+- matmul-*: "theano and the curse of GpuFromHost" (y = m.x + b fed from the host every call vs
+  resident in device memory, assigned in place);
+- input-*: pinning a dataset in device memory and slicing minibatches by index, vs feeding them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+SUITE_VERSION = 1
+BENCHMARKS = (
+    "gru-keras",
+    "gru-static",
+    "gru-dynamic",
+    "matmul-fed",
+    "matmul-pinned",
+    "input-fed",
+    "input-pinned",
+)
+# Iterations in one timed sample, fixed for every build so that every build does the same work.
+ITERATIONS = {
+    "gru-keras": 24,
+    "gru-static": 24,
+    "gru-dynamic": 24,
+    "matmul-fed": 20,
+    "matmul-pinned": 20,
+    "input-fed": 400,
+    "input-pinned": 400,
+}
+# The seed-000 model.
+VOCAB, EMBED, HIDDEN, SEQ, DENSE, BATCH = 1000, 64, 192, 20, 96, 32
+LEARNING_RATE, MOMENTUM = 0.05, 0.8
+GRU_BATCHES = 8
+# The seed-004 matmul and the seed-003 dataset.
+N = 1000
+ROWS, COLS, MINIBATCH = 8192, 256, 256
+SEED = 20170404
+ENV_RECORDED = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "KMP_BLOCKTIME",
+    "KMP_AFFINITY",
+    "KMP_HW_SUBSET",
+    "OMP_PROC_BIND",
+    "OMP_PLACES",
+    "TF_ENABLE_ONEDNN_OPTS",
+    "TF_DISABLE_MKL",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "LD_PRELOAD",
+)
+
+Step = Callable[[], Any]
+
+
+class Benchmark:
+    """One benchmark, built in a TensorFlow process: a step function and the work it does."""
+
+    def __init__(self, step: Step, work: float, unit: str, sync: Step) -> None:
+        self.step = step
+        self.work = work  # units of `unit` per iteration, before dividing by seconds
+        self.unit = unit
+        self.sync = sync  # waits for the last step's results; called once per sample
+
+
+def _gru_data(np: Any, tf: Any) -> tuple[list[Any], list[Any]]:
+    rng = np.random.default_rng(SEED)
+    inputs = [
+        tf.constant(rng.integers(0, VOCAB, size=(BATCH, SEQ), dtype=np.int32))
+        for _ in range(GRU_BATCHES)
+    ]
+    labels = [
+        tf.constant(rng.integers(0, VOCAB, size=(BATCH,), dtype=np.int32))
+        for _ in range(GRU_BATCHES)
+    ]
+    return inputs, labels
+
+
+def _glorot(np: Any, rng: Any, shape: tuple[int, int]) -> Any:
+    limit = (6.0 / (shape[0] + shape[1])) ** 0.5
+    return rng.uniform(-limit, limit, size=shape).astype(np.float32)
+
+
+def _sgd_momentum(tf: Any, np: Any, variables: list[Any]) -> Callable[[list[Any]], None]:
+    """SGD with momentum (Keras semantics: v = m*v - lr*g; w += v), the same for every model."""
+    velocities = [tf.Variable(np.zeros(v.shape, dtype=np.float32)) for v in variables]
+
+    def apply(grads: list[Any]) -> None:
+        for var, vel, grad in zip(variables, velocities, grads, strict=True):
+            vel.assign(MOMENTUM * vel - LEARNING_RATE * tf.convert_to_tensor(grad))
+            var.assign_add(vel)
+
+    return apply
+
+
+def _train_benchmark(
+    np: Any, tf: Any, forward: Callable[[Any], Any], variables: list[Any]
+) -> Benchmark:
+    inputs, labels = _gru_data(np, tf)
+    apply = _sgd_momentum(tf, np, variables)
+
+    @tf.function
+    def train_step(x: Any, y: Any) -> Any:
+        with tf.GradientTape() as tape:
+            logits = forward(x)
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            )
+        apply(tape.gradient(loss, variables))
+        return loss
+
+    state: dict[str, Any] = {"i": 0, "loss": None}
+
+    def step() -> None:
+        i = state["i"] = (state["i"] + 1) % GRU_BATCHES
+        state["loss"] = train_step(inputs[i], labels[i])
+
+    return Benchmark(step, BATCH, "examples/s", lambda: float(state["loss"]))
+
+
+class _HandBuiltGru:
+    """The seed-000 cell: r, z and the candidate from weights on concatenated [x, h]."""
+
+    def __init__(self, np: Any, tf: Any) -> None:
+        rng = np.random.default_rng(SEED + 1)
+        size = EMBED + HIDDEN
+        self.tf = tf
+        self.embedding = tf.Variable(rng.uniform(-0.05, 0.05, (VOCAB, EMBED)).astype(np.float32))
+        self.wr = tf.Variable(_glorot(np, rng, (size, HIDDEN)))
+        self.wz = tf.Variable(_glorot(np, rng, (size, HIDDEN)))
+        self.w = tf.Variable(_glorot(np, rng, (size, HIDDEN)))
+        self.br = tf.Variable(np.ones(HIDDEN, dtype=np.float32))
+        self.bz = tf.Variable(np.ones(HIDDEN, dtype=np.float32))
+        self.b = tf.Variable(np.zeros(HIDDEN, dtype=np.float32))
+        self.w1 = tf.Variable(_glorot(np, rng, (HIDDEN, DENSE)))
+        self.b1 = tf.Variable(np.zeros(DENSE, dtype=np.float32))
+        self.w2 = tf.Variable(_glorot(np, rng, (DENSE, VOCAB)))
+        self.b2 = tf.Variable(np.zeros(VOCAB, dtype=np.float32))
+        self.h0 = tf.zeros((BATCH, HIDDEN))
+
+    @property
+    def variables(self) -> list[Any]:
+        return [
+            self.embedding,
+            self.wr,
+            self.wz,
+            self.w,
+            self.br,
+            self.bz,
+            self.b,
+            self.w1,
+            self.b1,
+            self.w2,
+            self.b2,
+        ]
+
+    def cell(self, x: Any, h: Any) -> Any:
+        tf = self.tf
+        xh = tf.concat([x, h], axis=1)
+        r = tf.sigmoid(tf.matmul(xh, self.wr) + self.br)
+        z = tf.sigmoid(tf.matmul(xh, self.wz) + self.bz)
+        candidate = tf.tanh(tf.matmul(tf.concat([x, r * h], axis=1), self.w) + self.b)
+        return z * h + (1.0 - z) * candidate
+
+    def head(self, h: Any) -> Any:
+        tf = self.tf
+        hidden = tf.nn.relu(tf.matmul(h, self.w1) + self.b1)
+        return tf.matmul(hidden, self.w2) + self.b2
+
+    def static(self, tokens: Any) -> Any:
+        embedded = self.tf.nn.embedding_lookup(self.embedding, tokens)
+        h = self.h0
+        for t in range(SEQ):  # unrolled when traced: 20 copies of the cell in one graph
+            h = self.cell(embedded[:, t, :], h)
+        return self.head(h)
+
+    def dynamic(self, tokens: Any) -> Any:
+        tf = self.tf
+        embedded = tf.transpose(tf.nn.embedding_lookup(self.embedding, tokens), [1, 0, 2])
+        states = tf.scan(lambda h, x: self.cell(x, h), embedded, initializer=self.h0)
+        return self.head(states[-1])
+
+
+def gru_keras(np: Any, tf: Any) -> Benchmark:
+    tf.keras.utils.set_random_seed(SEED)
+    model = tf.keras.Sequential(
+        [
+            tf.keras.layers.Embedding(VOCAB, EMBED),
+            tf.keras.layers.GRU(HIDDEN),
+            tf.keras.layers.Dense(DENSE, activation="relu"),
+            tf.keras.layers.Dense(VOCAB),
+        ]
+    )
+    model(tf.zeros((BATCH, SEQ), dtype=tf.int32))
+    return _train_benchmark(np, tf, lambda x: model(x, training=True), model.trainable_variables)
+
+
+def gru_static(np: Any, tf: Any) -> Benchmark:
+    gru = _HandBuiltGru(np, tf)
+    return _train_benchmark(np, tf, gru.static, gru.variables)
+
+
+def gru_dynamic(np: Any, tf: Any) -> Benchmark:
+    gru = _HandBuiltGru(np, tf)
+    return _train_benchmark(np, tf, gru.dynamic, gru.variables)
+
+
+MATMUL_FLOP = 2.0 * N**3 + N**2  # multiply-adds, then the bias
+
+
+def _matmul_inputs(np: Any) -> tuple[Any, Any, Any]:
+    rng = np.random.default_rng(SEED + 2)
+    return tuple(rng.standard_normal((N, N)).astype(np.float32) for _ in range(3))
+
+
+def matmul_fed(np: Any, tf: Any) -> Benchmark:
+    m, x, b = _matmul_inputs(np)
+
+    @tf.function
+    def affine(m: Any, x: Any, b: Any) -> Any:
+        return tf.matmul(m, x) + b
+
+    state: dict[str, Any] = {}
+
+    def step() -> None:
+        state["y"] = affine(m, x, b).numpy()  # in from numpy, back to numpy, every call
+
+    return Benchmark(step, MATMUL_FLOP / 1e9, "GFLOP/s", lambda: state["y"][0, 0])
+
+
+def matmul_pinned(np: Any, tf: Any) -> Benchmark:
+    m, x, b = (tf.Variable(a) for a in _matmul_inputs(np))
+    y = tf.Variable(np.zeros((N, N), dtype=np.float32))
+
+    @tf.function
+    def update() -> None:
+        y.assign(tf.matmul(m, x) + b)  # nothing crosses between numpy and TF per call
+
+    return Benchmark(update, MATMUL_FLOP / 1e9, "GFLOP/s", lambda: float(y[0, 0]))
+
+
+def _input_data(np: Any, tf: Any) -> tuple[Any, Any, list[int]]:
+    rng = np.random.default_rng(SEED + 3)
+    data = rng.standard_normal((ROWS, COLS)).astype(np.float32)
+    weights = tf.Variable(_glorot(np, rng, (COLS, COLS)))
+    order = [int(i) for i in rng.permutation(ROWS // MINIBATCH)]
+    return data, weights, order
+
+
+def input_fed(np: Any, tf: Any) -> Benchmark:
+    data, weights, order = _input_data(np, tf)
+    batches = [data[i * MINIBATCH : (i + 1) * MINIBATCH] for i in order]
+
+    @tf.function
+    def score(batch: Any) -> Any:
+        return tf.reduce_sum(tf.square(tf.matmul(batch, weights)))
+
+    state: dict[str, Any] = {"i": 0, "out": 0.0}
+
+    def step() -> None:
+        state["i"] = (state["i"] + 1) % len(batches)
+        state["out"] = score(batches[state["i"]]).numpy()  # a numpy minibatch fed every step
+
+    return Benchmark(step, 1.0, "steps/s", lambda: state["out"])
+
+
+def input_pinned(np: Any, tf: Any) -> Benchmark:
+    data, weights, order = _input_data(np, tf)
+    resident = tf.constant(data)
+    indexes = [tf.constant(i, dtype=tf.int32) for i in order]
+
+    @tf.function
+    def score(ix: Any) -> Any:
+        batch = tf.slice(resident, [ix * MINIBATCH, 0], [MINIBATCH, -1])
+        return tf.reduce_sum(tf.square(tf.matmul(batch, weights)))
+
+    state: dict[str, Any] = {"i": 0, "out": 0.0}
+
+    def step() -> None:
+        state["i"] = (state["i"] + 1) % len(indexes)
+        state["out"] = score(indexes[state["i"]]).numpy()  # only the index goes in
+
+    return Benchmark(step, 1.0, "steps/s", lambda: state["out"])
+
+
+BUILDERS: dict[str, Callable[[Any, Any], Benchmark]] = {
+    "gru-keras": gru_keras,
+    "gru-static": gru_static,
+    "gru-dynamic": gru_dynamic,
+    "matmul-fed": matmul_fed,
+    "matmul-pinned": matmul_pinned,
+    "input-fed": input_fed,
+    "input-pinned": input_pinned,
+}
+
+
+def measure(bench: Benchmark, iterations: int, warmup: int, samples: int) -> dict[str, Any]:
+    """Warm up (tracing included), then time `samples` runs of `iterations` steps each."""
+    t0 = time.perf_counter()
+    for _ in range(max(1, warmup)):
+        bench.step()
+    bench.sync()
+    warmup_s = time.perf_counter() - t0
+    timed: list[dict[str, float]] = []
+    gaps: list[float] = []
+    last_end = None
+    for _ in range(samples):
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        for _ in range(iterations):
+            bench.step()
+        bench.sync()
+        wall1, cpu1 = time.perf_counter(), time.process_time()
+        if last_end is not None:
+            gaps.append(wall0 - last_end)
+        wall = wall1 - wall0
+        timed.append(
+            {"wall_s": wall, "cpu_s": cpu1 - cpu0, "throughput": bench.work * iterations / wall}
+        )
+        last_end = time.perf_counter()
+    return {
+        "unit": bench.unit,
+        "iterations": iterations,
+        "warmup_iterations": max(1, warmup),
+        "warmup_s": warmup_s,
+        "samples": timed,
+        "gaps_s": gaps,
+    }
+
+
+def _onednn_enabled() -> bool | None:
+    """TensorFlow's own answer (an internal function, so looked up defensively)."""
+    for module in (
+        "tensorflow.python.util._pywrap_util_port",
+        "tensorflow.python._pywrap_util_port",
+    ):
+        try:
+            port = __import__(module, fromlist=["IsMklEnabled"])
+            return bool(port.IsMklEnabled())
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
+def smoke(np: Any, tf: Any) -> dict[str, Any]:
+    info = tf.sysconfig.get_build_info()
+    keras_version = None
+    try:
+        from importlib import metadata
+
+        keras_version = metadata.version("keras")
+    except Exception:  # keras is not always a separate distribution
+        keras_version = None
+    probe = tf.reduce_sum(tf.matmul(tf.ones((4, 4)), tf.ones((4, 4)))).numpy()
+    return {
+        "tensorflow": tf.__version__,
+        "git_version": getattr(tf.version, "GIT_VERSION", None),
+        "build_info": {
+            str(k): v if isinstance(v, (bool, int, float, str)) else str(v)
+            for k, v in dict(info).items()
+        },
+        "onednn": _onednn_enabled(),
+        "numpy": np.__version__,
+        "keras": keras_version,
+        "python": platform.python_version(),
+        "probe_ok": float(probe) == 64.0,
+    }
+
+
+def threads_in_force(tf: Any) -> dict[str, Any]:
+    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {
+        "intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+        "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
+        "env": {k: os.environ[k] for k in ENV_RECORDED if k in os.environ},
+        "affinity": affinity,
+    }
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    tmp.replace(path)
+
+
+def main(argv: list[str]) -> int:
+    config = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    out_path = Path(argv[2])
+    if config.get("cpus"):
+        # Pinned before TensorFlow starts, so its thread pools inherit the affinity.
+        os.sched_setaffinity(0, config["cpus"])
+    started = time.perf_counter()
+    result: dict[str, Any] = {"suite_version": SUITE_VERSION, "pid": os.getpid(), "benchmarks": {}}
+    import numpy as np
+    import tensorflow as tf
+
+    result["import_s"] = time.perf_counter() - started
+    if config.get("intra_op"):
+        tf.config.threading.set_intra_op_parallelism_threads(int(config["intra_op"]))
+    if config.get("inter_op"):
+        tf.config.threading.set_inter_op_parallelism_threads(int(config["inter_op"]))
+    tf.random.set_seed(SEED)
+    result["smoke"] = smoke(np, tf)
+    result["threads"] = threads_in_force(tf)
+    _write(out_path, result)
+    for name in config.get("benchmarks", ()):
+        t0 = time.perf_counter()
+        try:
+            bench = BUILDERS[name](np, tf)
+            entry = measure(bench, ITERATIONS[name], int(config["warmup"]), int(config["samples"]))
+        except Exception as exc:  # recorded per benchmark; the others still run
+            entry = {
+                "error": f"{type(exc).__name__}: {exc}".strip()[:2000],
+                "traceback": traceback.format_exc()[-4000:],
+            }
+        entry["total_s"] = time.perf_counter() - t0
+        result["benchmarks"][name] = entry
+        _write(out_path, result)
+    result["wall_s"] = time.perf_counter() - started
+    _write(out_path, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

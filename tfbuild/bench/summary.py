@@ -1,0 +1,95 @@
+"""Per-config, per-benchmark figures read out of a results document (no statistics tests:
+those are `tfbuild compare`'s). A round's value is the median of its process's samples."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from tfbuild import stats
+
+
+@dataclass(frozen=True)
+class Cell:
+    median: float
+    rounds: int
+    cv: float
+
+
+@dataclass(frozen=True)
+class Summary:
+    benchmarks: list[str]
+    units: dict[str, str]
+    configs: list[str]
+    cells: dict[tuple[str, str], Cell]
+    """(config, benchmark) -> median throughput over rounds, rounds counted, CV across rounds."""
+    aa_ratio: dict[str, float]
+    """benchmark -> median throughput of the A/A copy / median of the baseline."""
+    overhead: float | None
+    """Harness time between timed samples, as a fraction of timed time."""
+    peak: dict[str, float]
+    """config -> theoretical FP32 peak (GFLOP/s) for the cores it may use."""
+    failures: list[tuple[str, str]]
+    elapsed_s: float | None
+    """Wall time of the whole session, from its start to its last write."""
+    runs: int
+
+
+def round_values(document: dict[str, Any]) -> dict[tuple[str, str], list[float]]:
+    """(config, benchmark) -> one value per finished round: the median sample throughput."""
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for run in document["runs"]:
+        for bench, entry in run["benchmarks"].items():
+            samples = entry.get("samples") or []
+            if samples:
+                values[(run["config"], bench)].append(
+                    stats.median([s["throughput"] for s in samples])
+                )
+    return values
+
+
+def summarise(document: dict[str, Any]) -> Summary:
+    values = round_values(document)
+    cells = {key: Cell(stats.median(v), len(v), stats.cv(v)) for key, v in values.items() if v}
+    benchmarks = list(document["suite"]["benchmarks"])
+    base = document["baseline"]["config"]
+    aa = document["baseline"].get("aa_config")
+    aa_ratio = {
+        b: cells[(aa, b)].median / cells[(base, b)].median
+        for b in benchmarks
+        if aa and (aa, b) in cells and (base, b) in cells
+    }
+    gaps = timed = 0.0
+    for run in document["runs"]:
+        for entry in run["benchmarks"].values():
+            samples = entry.get("samples") or []
+            gaps += sum(entry.get("gaps_s") or [])
+            timed += sum(s["wall_s"] for s in samples[1:])  # gaps sit before samples 2..k
+    failures = [(f["variant"], f"{f['stage']}: {f['reason']}") for f in document["failures"]]
+    failures += [
+        (run["config"], f"round {run['round'] + 1}: {run['failure']['reason']}")
+        for run in document["runs"]
+        if run["failure"]
+    ]
+    return Summary(
+        benchmarks=benchmarks,
+        units=dict(document["suite"]["units"]),
+        configs=[c["key"] for c in document["configs"] if any(k[0] == c["key"] for k in cells)],
+        cells=cells,
+        aa_ratio=aa_ratio,
+        overhead=gaps / timed if timed else None,
+        peak={c["key"]: c["peak"]["gflops"] for c in document["configs"] if c.get("peak")},
+        failures=failures,
+        elapsed_s=_elapsed(document["session"]),
+        runs=len(document["runs"]),
+    )
+
+
+def _elapsed(session: dict[str, Any]) -> float | None:
+    end = session.get("finished_at") or session.get("updated_at")
+    if not end or not session.get("started_at"):
+        return None
+    start = dt.datetime.fromisoformat(session["started_at"])
+    return (dt.datetime.fromisoformat(end) - start).total_seconds()

@@ -1,0 +1,143 @@
+"""The fetch stage: put a prebuilt variant's wheel in the store, with a manifest saying where it
+came from. ``source: pypi`` downloads the requirement once; ``source: wheel`` records a local file;
+``source: bazel`` wheels come from ``tfbuild build``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfbuild import __version__, pip
+from tfbuild.errors import InstallError, NotBuiltError
+from tfbuild.matrix import PipSettings, Variant
+from tfbuild.store import WheelStore
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A wheel ready to install into a runtime, with what it takes to install it."""
+
+    variant_id: str
+    wheel: Path
+    sha256: str
+    constraints: tuple[str, ...]
+    manifest: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "variant_id": self.variant_id,
+            "wheel": str(self.wheel),
+            "sha256": self.sha256,
+            "constraints": list(self.constraints),
+        }
+
+
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _artifact(variant: Variant, wheel: Path, manifest: dict[str, Any]) -> Artifact:
+    return Artifact(variant.id, wheel, manifest["sha256"], variant.constraints, manifest)
+
+
+def _stored(store: WheelStore, variant: Variant) -> tuple[Path, dict[str, Any]] | None:
+    """The stored wheel and manifest, if both are present and the wheel's sha256 still matches."""
+    manifest = store.read_manifest(variant.id)
+    if manifest is None or "wheel" not in manifest:
+        return None
+    wheel = store.folder(variant.id) / manifest["wheel"]
+    if not wheel.is_file() or pip.sha256_of(wheel) != manifest.get("sha256"):
+        return None
+    return wheel, manifest
+
+
+def fetch(
+    variant: Variant, store: WheelStore, settings: PipSettings, refresh: bool = False
+) -> tuple[Artifact, bool]:
+    """The variant's wheel in the store; returns it and whether anything was downloaded.
+
+    Index wheels are resolved by this machine's pip for this Python (the local runtime's), and
+    reused from the store until --refresh; an unpinned requirement then picks up a new release.
+    """
+    if variant.source == "bazel":
+        stored = _stored(store, variant)
+        if stored is None:
+            raise NotBuiltError(
+                f"variant {variant.name!r} is built from source and has no wheel in "
+                f"{store.folder(variant.id)}; run `tfbuild build --variant {variant.name}`"
+            )
+        return _artifact(variant, *stored), False
+    if variant.source == "wheel":
+        return _local_wheel(variant, store), False
+    return _from_index(variant, store, settings, refresh)
+
+
+def _from_index(
+    variant: Variant, store: WheelStore, settings: PipSettings, refresh: bool
+) -> tuple[Artifact, bool]:
+    assert variant.requirement is not None
+    stored = _stored(store, variant)
+    if (
+        stored
+        and not refresh
+        and stored[1].get("requirement") == variant.requirement
+        and stored[1].get("python") == PYTHON
+    ):
+        return _artifact(variant, *stored), False
+    resolved = pip.resolve(variant.requirement, settings)
+    if stored and stored[1].get("sha256") == resolved.sha256 and resolved.sha256:
+        return _artifact(variant, *stored), False
+    folder = store.folder(variant.id)
+    wheel = pip.download(resolved, folder, settings)
+    for old in folder.glob("*.whl"):
+        if old != wheel:
+            old.unlink()
+    manifest = {
+        "variant": variant.definition(),
+        "source": "pypi",
+        "requirement": variant.requirement,
+        "constraints": list(variant.constraints),
+        "name": resolved.name,
+        "version": resolved.version,
+        "wheel": wheel.name,
+        "sha256": pip.sha256_of(wheel),
+        "index_url": resolved.url,
+        "tags": pip.wheel_tags(wheel.name),
+        "python": PYTHON,
+        "fetched_at": _now(),
+        "tfbuild_version": __version__,
+    }
+    store.write_manifest(variant.id, manifest)
+    return _artifact(variant, wheel, store.read_manifest(variant.id) or manifest), True
+
+
+def _local_wheel(variant: Variant, store: WheelStore) -> Artifact:
+    assert variant.path is not None
+    if not variant.path.is_file():
+        raise InstallError(f"variant {variant.name!r}: wheel file not found: {variant.path}")
+    digest = pip.sha256_of(variant.path)
+    manifest = store.read_manifest(variant.id)
+    if manifest is None or manifest.get("sha256") != digest:
+        from packaging.utils import parse_wheel_filename
+
+        name, version, _, _ = parse_wheel_filename(variant.path.name)
+        manifest = {
+            "variant": variant.definition(),
+            "source": "wheel",
+            "path": str(variant.path),
+            "constraints": list(variant.constraints),
+            "name": str(name),
+            "version": str(version),
+            "sha256": digest,
+            "tags": pip.wheel_tags(variant.path.name),
+            "recorded_at": _now(),
+            "tfbuild_version": __version__,
+        }
+        store.write_manifest(variant.id, manifest)
+    return Artifact(variant.id, variant.path, digest, variant.constraints, manifest)

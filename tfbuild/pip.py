@@ -1,0 +1,195 @@
+"""The package index, pip and venv: the only module that runs them.
+
+pip runs as a subprocess of the Python that owns the environment (``python -m pip``), with its
+output in a log file whose tail is shown when something fails. pip's own configuration (pip.conf,
+PIP_* variables) applies unless matrix.yaml sets index settings of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import parse_wheel_filename
+
+from tfbuild.errors import InstallError
+from tfbuild.matrix import PipSettings
+
+LOG_TAIL_LINES = 25
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a requirement resolves to on the package index, before anything is downloaded."""
+
+    name: str
+    version: str
+    url: str
+    sha256: str | None
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def wheel_tags(filename: str) -> list[str]:
+    _, _, _, tags = parse_wheel_filename(filename)
+    return sorted(str(t) for t in tags)
+
+
+def index_options(settings: PipSettings) -> list[str]:
+    """pip options for matrix.yaml's pip settings; ``inherit`` adds nothing."""
+    options: list[str] = []
+    if settings.index_url != "inherit":
+        options += ["--index-url", settings.index_url]
+    if settings.extra_index_urls != "inherit":
+        for url in settings.extra_index_urls:
+            options += ["--extra-index-url", url]
+    if settings.ca_bundle not in ("inherit", "none"):
+        options += ["--cert", settings.ca_bundle]
+    for host in settings.trusted_hosts:
+        options += ["--trusted-host", host]
+    return options
+
+
+def tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _pip(
+    python: str | Path, args: Sequence[str], log: Path | None, what: str, timeout: float = 3600
+) -> str:
+    argv = [str(python), "-m", "pip", "--disable-pip-version-check", "--no-input", *args]
+    proc = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, "PIP_PROGRESS_BAR": "off"},
+    )
+    output = f"+ {' '.join(argv)}\n{proc.stdout}\n{proc.stderr}"
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write(output)
+    if proc.returncode != 0:
+        where = f"\nfull log: {log}" if log else ""
+        raise InstallError(f"{what} failed (pip exit {proc.returncode}):\n{tail(output)}{where}")
+    return proc.stdout
+
+
+def resolve(
+    requirement: str, settings: PipSettings, python: str | Path = sys.executable
+) -> Resolved:
+    """Ask the index which wheel `requirement` means for this Python, without installing it."""
+    out = _pip(
+        python,
+        [
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--quiet",
+            "--report",
+            "-",
+            *index_options(settings),
+            requirement,
+        ],
+        None,
+        f"resolving {requirement}",
+    )
+    report = json.loads(out)
+    item = report["install"][0]
+    info = item["download_info"]
+    hashes = info.get("archive_info", {}).get("hashes", {})
+    return Resolved(
+        name=item["metadata"]["name"],
+        version=item["metadata"]["version"],
+        url=info["url"],
+        sha256=hashes.get("sha256"),
+    )
+
+
+def download(
+    resolved: Resolved, dest: Path, settings: PipSettings, python: str | Path = sys.executable
+) -> Path:
+    """Download exactly the resolved wheel into `dest`, checking its sha256."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest, prefix=".download-") as tmp:
+        _pip(
+            python,
+            [
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--dest",
+                tmp,
+                *index_options(settings),
+                f"{resolved.name}=={resolved.version}",
+            ],
+            dest / "fetch.log",
+            f"downloading {resolved.name} {resolved.version}",
+        )
+        wheels = list(Path(tmp).glob("*.whl"))
+        if len(wheels) != 1:
+            raise InstallError(f"pip download of {resolved.name} gave {len(wheels)} wheels")
+        digest = sha256_of(wheels[0])
+        if resolved.sha256 and digest != resolved.sha256:
+            raise InstallError(
+                f"{wheels[0].name}: sha256 {digest} does not match the index's {resolved.sha256}"
+            )
+        final = dest / wheels[0].name
+        wheels[0].replace(final)
+    return final
+
+
+def create_venv(python: str | Path, path: Path) -> Path:
+    """A fresh virtual environment at `path`; returns its interpreter."""
+    proc = subprocess.run(
+        [str(python), "-m", "venv", "--clear", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    if proc.returncode != 0:
+        raise InstallError(f"creating a venv at {path} failed:\n{tail(proc.stderr)}")
+    return path / "bin" / "python"
+
+
+def install(
+    python: Path,
+    wheel: Path,
+    constraints: Sequence[str],
+    settings: PipSettings,
+    log: Path,
+) -> None:
+    """Install a wheel and its dependencies, honouring per-variant constraints (numpy<2...)."""
+    args = ["install", "--no-warn-script-location", *index_options(settings)]
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as fh:
+        fh.write("".join(f"{c}\n" for c in constraints))
+        constraints_file = fh.name
+    try:
+        if constraints:
+            args += ["--constraint", constraints_file]
+        _pip(python, [*args, str(wheel)], log, f"installing {wheel.name}")
+    finally:
+        Path(constraints_file).unlink(missing_ok=True)
+
+
+def remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

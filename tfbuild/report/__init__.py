@@ -1,0 +1,1 @@
+"""What a person reads: terminal tables, Markdown, JSON and HTML. Formats; never computes."""
