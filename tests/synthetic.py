@@ -12,9 +12,10 @@ from typing import Any
 from conftest import FIXTURES
 
 from tfbuild import host
+from tfbuild.bench.suite import BENCHMARKS as SUITE
 
 BENCHMARKS = ("gru-keras", "matmul-pinned", "input-fed")
-UNITS = {"gru-keras": "examples/s", "matmul-pinned": "GFLOP/s", "input-fed": "steps/s"}
+UNITS = {name: b.unit for name, b in SUITE.items()}
 BASELINE = "base:default"
 
 

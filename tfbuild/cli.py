@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Callable
@@ -14,7 +15,16 @@ import click
 from rich.console import Console
 
 from tfbuild import __version__
-from tfbuild.errors import MatrixError, NothingRan, RegressionFound, TfbuildError, UsageError
+from tfbuild.errors import (
+    BuildFailed,
+    EngineUnavailable,
+    InstallError,
+    MatrixError,
+    NothingRan,
+    RegressionFound,
+    TfbuildError,
+    UsageError,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -123,6 +133,7 @@ def cli() -> None:
     \b
     tfbuild detect     what this machine is: CPU flags, level, -march, cores, GPUs, Docker
     tfbuild matrix     the variants x tunings of matrix.yaml, and which can run here
+    tfbuild build      build source variants in Docker (prebuilt ones are fetched)
     tfbuild fetch      download the prebuilt variants into the wheel store
     tfbuild bench      measure every config with the fixed suite, in rounds, with an A/A control
     tfbuild compare    rank the configs with confidence intervals, tiers and a "use this" block
@@ -224,6 +235,146 @@ def matrix_cmd(
         click.echo(json.dumps(plan.to_json(), indent=2))
     else:
         _console().print(plan_view(plan))
+
+
+@cli.command()
+@matrix_option
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="NAME",
+    help="Variant to build (name or id; repeatable).",
+)
+@click.option("--all", "build_all", is_flag=True, help="Build every variant of the matrix.")
+@selection_options
+@store_option
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the rendered Dockerfile, build script and bazel command; build nothing.",
+)
+@click.option("--force", is_flag=True, help="Rebuild even when the content key is unchanged.")
+@click.option(
+    "--tf-source",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Build this local TensorFlow tree (copied in) instead of cloning the tag.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Variants built at the same time on the engine.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@debug_option
+def build(
+    matrix_path: Path | None,
+    variants: tuple[str, ...],
+    build_all: bool,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    store_path: Path,
+    dry_run: bool,
+    force: bool,
+    tf_source: Path | None,
+    jobs: int,
+    quiet: bool,
+) -> None:
+    """Build wheels of source variants in Docker (bazel with their configs and copts).
+
+    The recipe for the variant's TensorFlow era is rendered from templates/ (a templates/ folder
+    next to matrix.yaml overrides the packaged one), built on the engine DOCKER_HOST points to,
+    and the wheel lands in STORE/<variant-id>/ with manifest.json and build.log. The wheel's
+    version carries the variant as a local label (2.17.1+mkl.avx2) and its manifest inside.
+    Building an unchanged variant again is a no-op (--force rebuilds). Prebuilt variants are
+    fetched instead.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tfbuild import build as stage
+    from tfbuild.plan import select
+    from tfbuild.progress import make_reporter
+    from tfbuild.store import WheelStore
+
+    matrix = _load_matrix(matrix_path)
+    if variants:
+        chosen = [matrix.variant(name) for name in variants]
+    elif build_all or only or skip:
+        chosen = list(dict.fromkeys(v for v, _ in select(matrix, only, skip)))
+    else:
+        raise UsageError("name what to build: --variant NAME, --only PATTERN or --all")
+    host = _load_host(None)
+    options = stage.BuildOptions(force=force, tf_source=tf_source)
+    if dry_run:
+        for variant in chosen:
+            _print_dry_run(variant, matrix, host, options)
+        return
+    from tfbuild import engine
+
+    status = engine.status()
+    if any(v.needs_build for v in chosen) and not status.reachable:
+        raise EngineUnavailable(
+            f"building source variants needs a Docker engine; none answers at {status.host} "
+            f"({status.error}). Start dockerd or set DOCKER_HOST; --dry-run shows the recipe."
+        )
+    store = WheelStore(store_path)
+    reporter = make_reporter(quiet)
+    failures: list[str] = []
+    with reporter:
+        reporter.start(len(chosen), "building")
+
+        def one(variant: Any) -> None:
+            reporter.running(f"{variant.name}: starting")
+            try:
+                outcome = stage.build_variant(variant, matrix, host, store, reporter, options)
+            except (BuildFailed, InstallError) as exc:
+                failures.append(str(exc))
+                reporter.note(f"[red]failed[/] {exc}")
+            else:
+                reporter.note(
+                    f"{outcome.variant}: {outcome.status}: {outcome.wheel} "
+                    f"({outcome.message}, {outcome.seconds:.1f} s)"
+                )
+            reporter.advance(variant.name)
+
+        if jobs == 1:
+            for variant in chosen:
+                one(variant)
+        else:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                futures = [pool.submit(one, v) for v in chosen]
+                try:
+                    for future in futures:
+                        future.result()
+                except KeyboardInterrupt:
+                    # Workers are blocked on their containers: kill those, let them clean up.
+                    engine.cancel()
+                    for future in futures:
+                        future.cancel()
+                    raise
+    if failures:
+        raise BuildFailed(f"{len(failures)} of {len(chosen)} builds failed; see above")
+
+
+def _print_dry_run(variant: Any, matrix: Any, host: Any, options: Any) -> None:
+    from tfbuild import build as stage
+
+    if variant.source != "bazel":
+        what = variant.requirement or variant.path
+        click.echo(f"# {variant.name}: source {variant.source} ({what}); `tfbuild fetch` gets it\n")
+        return
+    recipe, rendered, settings = stage.prepare(variant, matrix, host, options)
+    click.echo(f"# ===== {variant.name} ({variant.id}): Dockerfile =====")
+    click.echo(rendered.dockerfile)
+    click.echo(f"# ===== {variant.name}: tfbuild-build =====")
+    click.echo(rendered.build_script)
+    click.echo(f"# ===== {variant.name}: bazel command =====")
+    click.echo(" ".join(shlex.quote(a) for a in recipe.bazel_command))
+    for note in (*recipe.notes, *settings.notes):
+        click.echo(f"# note: {note}")
+    click.echo("")
 
 
 @cli.command()

@@ -1,15 +1,57 @@
 """The Docker engine: the only module that talks to it (through the docker SDK).
 
 Whatever DOCKER_HOST points to is used, so a remote engine works the same as the local one.
+Every container tfbuild starts is removed when its work ends, also on errors and Ctrl-C.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
+import json
 import os
+import shutil
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
 
+from tfbuild import pip
+from tfbuild.errors import BuildFailed, EngineUnavailable, InstallError
+from tfbuild.fetch import Artifact
 from tfbuild.host import DockerInfo
+from tfbuild.matrix import PipSettings
+from tfbuild.recipes import digest
+from tfbuild.render import render_runtime
+from tfbuild.runtime import PAYLOAD, RunOutcome, RuntimeEnv
 
 _DEFAULT_HOST = "unix:///var/run/docker.sock"
+BENCH_USER = "10001:10001"
+Log = Callable[[str], None]
+
+# Containers this process has running, so that Ctrl-C can stop them from the main thread while
+# worker threads wait on them.
+_running: set[Any] = set()
+_lock = threading.Lock()
+_cancelled = threading.Event()
+
+
+class Cancelled(Exception):
+    """The user interrupted tfbuild while this container ran."""
+
+
+def cancel() -> None:
+    """Kill every container this process started and make waiting workers give up."""
+    _cancelled.set()
+    with _lock:
+        running = list(_running)
+    for created in running:
+        with contextlib.suppress(Exception):
+            created.kill()
 
 
 def status(timeout: float = 3.0) -> DockerInfo:
@@ -26,9 +68,7 @@ def status(timeout: float = 3.0) -> DockerInfo:
             version = client.version()
         finally:
             client.close()
-    except DockerException as exc:
-        return DockerInfo(reachable=False, host=host, error=_first_line(exc))
-    except OSError as exc:
+    except (DockerException, OSError) as exc:
         return DockerInfo(reachable=False, host=host, error=_first_line(exc))
     return DockerInfo(
         reachable=True,
@@ -41,3 +81,330 @@ def status(timeout: float = 3.0) -> DockerInfo:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]
+
+
+@functools.cache
+def client() -> Any:
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        return docker.from_env(timeout=600)
+    except DockerException as exc:
+        raise EngineUnavailable(
+            f"no Docker engine at {os.environ.get('DOCKER_HOST', _DEFAULT_HOST)} "
+            f"({_first_line(exc)}); start dockerd or set DOCKER_HOST"
+        ) from exc
+
+
+def image_info(reference: str) -> dict[str, Any] | None:
+    """Id and registry digests of a local image, or None when the engine does not have it."""
+    from docker.errors import ImageNotFound
+
+    try:
+        image = client().images.get(reference)
+    except ImageNotFound:
+        return None
+    return {"id": image.id, "digests": list(image.attrs.get("RepoDigests") or [])}
+
+
+class Context:
+    """A build context assembled in memory-friendly form: a tar on disk, streamed to the engine."""
+
+    def __init__(self) -> None:
+        self.file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
+        self.tar = tarfile.open(fileobj=self.file, mode="w")  # noqa: SIM115
+
+    def add_text(self, name: str, text: str, mode: int = 0o644) -> None:
+        data = text.encode("utf-8")
+        info = tarfile.TarInfo(name)
+        info.size, info.mode, info.mtime = len(data), mode, 0
+        self.tar.addfile(info, io.BytesIO(data))
+
+    def add_path(self, name: str, path: Path) -> None:
+        self.tar.add(str(path), arcname=name, filter=_normalise)
+
+    def finish(self) -> IO[bytes]:
+        self.tar.close()
+        self.file.seek(0)
+        return self.file
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _normalise(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def build_image(
+    context: Context,
+    tag: str,
+    log: Log,
+    target: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> str:
+    """Build an image from a context; every output line goes to `log`. Returns the image id."""
+    from docker.errors import APIError, BuildError
+
+    stream = context.finish()
+    image_id = None
+    try:
+        for chunk in client().api.build(
+            fileobj=stream,
+            custom_context=True,
+            tag=tag,
+            target=target,
+            rm=True,
+            forcerm=True,
+            decode=True,
+            labels=dict(labels or {}),
+        ):
+            if "stream" in chunk:
+                for line in chunk["stream"].rstrip("\n").splitlines():
+                    log(line)
+            if "aux" in chunk and "ID" in chunk["aux"]:
+                image_id = chunk["aux"]["ID"]
+            if "error" in chunk:
+                log(chunk["error"].rstrip())
+                raise BuildFailed(f"docker build of {tag} failed: {chunk['error'].strip()}")
+    except (APIError, BuildError) as exc:
+        log(str(exc))
+        raise BuildFailed(f"docker build of {tag} failed: {_first_line(exc)}") from exc
+    finally:
+        context.close()
+    info = image_info(tag)
+    if info is None:
+        raise BuildFailed(f"docker build of {tag} reported success but the image is missing")
+    return str(image_id or info["id"])
+
+
+def ensure_volume(name: str) -> str:
+    """A named volume (created if missing), or an absolute host path used as is."""
+    if name.startswith("/"):
+        Path(name).mkdir(parents=True, exist_ok=True)
+        return name
+    from docker.errors import NotFound
+
+    try:
+        client().volumes.get(name)
+    except NotFound:
+        client().volumes.create(name, labels={"org.tfbuild": "bazel-cache"})
+    return name
+
+
+@contextlib.contextmanager
+def container(image: str, command: Sequence[str], **options: Any) -> Iterator[Any]:
+    """A created (not started) container, always removed at the end, also on Ctrl-C."""
+    if _cancelled.is_set():
+        raise Cancelled("interrupted")
+    created = client().containers.create(image, list(command), **options)
+    with _lock:
+        _running.add(created)
+    try:
+        yield created
+    finally:
+        with _lock:
+            _running.discard(created)
+        with contextlib.suppress(Exception):
+            created.remove(force=True)
+
+
+def run_to_end(created: Any, log: Log | None, timeout: float | None) -> tuple[int, bool]:
+    """Start a container, stream its output to `log`, wait. Returns (exit code, timed out)."""
+    created.start()
+    deadline = time.monotonic() + timeout if timeout else None
+    if log is not None:
+        buffer = ""
+        for chunk in created.logs(stream=True, follow=True):
+            buffer += chunk.decode("utf-8", errors="replace")
+            *lines, buffer = buffer.split("\n")
+            for line in lines:
+                log(line.rstrip("\r"))
+            if deadline and time.monotonic() > deadline:
+                break
+        if buffer:
+            log(buffer)
+    from requests.exceptions import ConnectionError as RequestsConnectionError
+    from requests.exceptions import ReadTimeout
+
+    remaining = max(1.0, deadline - time.monotonic()) if deadline else None
+    try:
+        result = created.wait(timeout=remaining)
+    except (ReadTimeout, RequestsConnectionError):
+        created.kill()
+        return -9, True
+    if _cancelled.is_set():
+        raise Cancelled("interrupted")
+    return int(result.get("StatusCode", -1)), False
+
+
+def copy_out(created: Any, path: str, dest: Path) -> list[Path]:
+    """Copy a folder out of a (stopped) container into `dest`; returns the files copied."""
+    stream, _ = created.get_archive(path)
+    with tempfile.TemporaryFile() as raw:
+        for chunk in stream:
+            raw.write(chunk)
+        raw.seek(0)
+        with tarfile.open(fileobj=raw) as archive:
+            members = [m for m in archive.getmembers() if m.isfile()]
+            files = []
+            for member in members:
+                name = Path(member.name).name  # flatten: the export holds plain files
+                source = archive.extractfile(member)
+                assert source is not None
+                target = dest / name
+                with target.open("wb") as out:
+                    shutil.copyfileobj(source, out)
+                files.append(target)
+    return files
+
+
+def signal_status(code: int) -> int:
+    """Container exit codes 128+N mean 'killed by signal N' (docker-init reports it so)."""
+    return -(code - 128) if 128 < code < 160 else code
+
+
+class DockerRuntime(RuntimeEnv):
+    """An image per wheel (installed at image build); benchmarks run in fresh containers with
+    no network, as a non-root user, with the wheel mounted read-only."""
+
+    kind = "docker"
+
+    def __init__(
+        self,
+        artifact: Artifact,
+        *,
+        settings: PipSettings,
+        base_image: str,
+        template_dirs: list[Path],
+        log_dir: Path,
+        cpuset: str | None = None,
+        nano_cpus: int | None = None,
+        memory: str | None = None,
+    ) -> None:
+        super().__init__(artifact)
+        self.settings = settings
+        self.base_image = base_image
+        self.template_dirs = template_dirs
+        self.log_dir = log_dir
+        self.cpuset = cpuset
+        self.nano_cpus = nano_cpus
+        self.memory = memory
+        self.image: str | None = None
+
+    def _dockerfile(self, pip_env: Mapping[str, str], ca_bundle: bool) -> str:
+        env = dict(pip_env)
+        if ca_bundle:
+            env["PIP_CERT"] = "/etc/ssl/certs/tfbuild-ca-bundle.pem"
+        return render_runtime(
+            self.template_dirs,
+            {
+                "base_image": self.base_image,
+                "wheel": self.artifact.wheel.name,
+                "sha256": self.artifact.sha256,
+                "pip_env": env,
+                "ca_bundle": ca_bundle,
+            },
+        )
+
+    def prepare(self) -> bool:
+        base = image_info(self.base_image)
+        if base is None:
+            raise InstallError(
+                f"base image {self.base_image} is not on the engine; make it with "
+                "scripts/make-base-image (no registry needed) or docker pull it"
+            )
+        settings = pip.container_pip(self.settings)
+        dockerfile = self._dockerfile(settings.env, settings.ca_bundle is not None)
+        key = digest(dockerfile, base["id"], sorted(self.artifact.constraints))[:10]
+        tag = f"tfbuild/runtime:{self.artifact.sha256[:16]}-{key}"
+        self.image = tag
+        if image_info(tag) is not None:
+            return False
+        context = Context()
+        context.add_text("Dockerfile", dockerfile)
+        context.add_path(f"wheel/{self.artifact.wheel.name}", self.artifact.wheel)
+        context.add_text("constraints.txt", "".join(f"{c}\n" for c in self.artifact.constraints))
+        if settings.ca_bundle is not None:
+            context.add_path("ca-bundle.pem", settings.ca_bundle)
+        log_path = self.log_dir / f"runtime-{self.artifact.sha256[:16]}-{key}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        lines: list[str] = []
+        with log_path.open("w", encoding="utf-8") as fh:
+
+            def log(line: str) -> None:
+                fh.write(line + "\n")
+                lines.append(line)
+
+            try:
+                build_image(context, tag, log, labels={"org.tfbuild.wheel-sha256":
+                                                       self.artifact.sha256})  # fmt: skip
+            except BuildFailed as exc:
+                tail = "\n".join(lines[-25:])
+                raise InstallError(f"{exc}\n{tail}\nfull log: {log_path}") from exc
+        return True
+
+    def run(
+        self,
+        config: Mapping[str, Any],
+        env: Mapping[str, str],
+        cpus: Sequence[int] | None,
+        timeout: float,
+    ) -> RunOutcome:
+        if self.image is None:
+            raise InstallError("the runtime image is not prepared")
+        with tempfile.TemporaryDirectory(prefix="tfbuild-io-") as tmp:
+            io_dir = Path(tmp)
+            io_dir.chmod(0o777)  # the benchmark user in the container writes its result here
+            (io_dir / "config.json").write_text(
+                json.dumps({**config, "cpus": list(cpus) if cpus else None}), encoding="utf-8"
+            )
+            volumes = {
+                str(PAYLOAD): {"bind": "/tfbuild/payload.py", "mode": "ro"},
+                str(io_dir): {"bind": "/io", "mode": "rw"},
+                str(self.artifact.wheel): {
+                    "bind": f"/wheels/{self.artifact.wheel.name}",
+                    "mode": "ro",
+                },
+            }
+            cpuset = ",".join(map(str, cpus)) if cpus else self.cpuset
+            started = time.perf_counter()
+            with container(
+                self.image,
+                ["/opt/tf/bin/python", "/tfbuild/payload.py", "/io/config.json", "/io/result.json"],
+                environment=dict(env),
+                network_mode="none",
+                user=BENCH_USER,
+                init=True,
+                volumes=volumes,
+                cpuset_cpus=cpuset,
+                nano_cpus=self.nano_cpus,
+                mem_limit=self.memory,
+                labels={"org.tfbuild": "bench"},
+            ) as created:
+                code, timed_out = run_to_end(created, None, timeout)
+                stderr = created.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+            wall = time.perf_counter() - started
+            result_path = io_dir / "result.json"
+            result = None
+            if result_path.exists():
+                with contextlib.suppress(ValueError):
+                    result = json.loads(result_path.read_text(encoding="utf-8"))
+        return RunOutcome(signal_status(code), result, stderr, wall, timed_out)
+
+    def describe(self) -> dict[str, Any]:
+        info = image_info(self.image) if self.image else None
+        return {
+            "kind": self.kind,
+            "image": self.image,
+            "image_id": info["id"] if info else None,
+            "base_image": self.base_image,
+            "wheel": self.artifact.wheel.name,
+            "sha256": self.artifact.sha256,
+            "network": "none",
+            "user": BENCH_USER,
+            "cpuset": self.cpuset,
+        }

@@ -93,3 +93,9 @@ class RegressionFound(TfbuildError):
     """The regression gate found configs slower than the threshold allows."""
 
     exit_code = 10
+
+
+class BuildFailed(TfbuildError):
+    """A Docker build or the bazel build inside it failed (the log tail and path say why)."""
+
+    exit_code = 7

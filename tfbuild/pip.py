@@ -193,3 +193,79 @@ def install(
 
 def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class ContainerPip:
+    """What pip inside a container needs to reach the same index as this machine."""
+
+    env: dict[str, str]
+    """PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_TRUSTED_HOST for the install step."""
+    ca_bundle: Path | None
+    """A CA bundle to copy in (corporate proxies and mirrors), or None."""
+    notes: tuple[str, ...] = ()
+
+
+def host_pip_config(python: str | Path = sys.executable) -> dict[str, str]:
+    """pip's effective settings on this machine (pip.conf files and PIP_* variables)."""
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "config", "list"],
+        capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    values: dict[str, str] = {}
+    ranked: dict[str, int] = {}
+    for line in proc.stdout.splitlines():
+        key, sep, raw = line.partition("=")
+        if not sep:
+            continue
+        scope, _, name = key.partition(".")
+        value = raw.strip().strip("'\"")
+        rank = 2 if scope == ":env:" else 1 if scope in ("install", "download") else 0
+        if rank >= ranked.get(name, -1):
+            values[name], ranked[name] = value, rank
+    return values
+
+
+def container_pip(settings: PipSettings, host: dict[str, str] | None = None) -> ContainerPip:
+    """Resolve matrix.yaml's pip settings (``inherit`` = this machine's) for a container.
+
+    file:// indexes exist only on this machine, so they are left out, with a note.
+    """
+    config = host if host is not None else host_pip_config()
+    notes: list[str] = []
+
+    def reachable(urls: list[str]) -> list[str]:
+        kept = [u for u in urls if not u.startswith("file:")]
+        if len(kept) < len(urls):
+            notes.append(
+                "left out index URLs that only exist on this machine: "
+                + " ".join(u for u in urls if u.startswith("file:"))
+            )
+        return kept
+
+    env: dict[str, str] = {}
+    index = settings.index_url if settings.index_url != "inherit" else config.get("index-url")
+    if index and reachable([index]):
+        env["PIP_INDEX_URL"] = index
+    extra = (
+        config.get("extra-index-url", "").split()
+        if settings.extra_index_urls == "inherit"
+        else list(settings.extra_index_urls)
+    )
+    if kept := reachable(extra):
+        env["PIP_EXTRA_INDEX_URL"] = " ".join(kept)
+    trusted = list(settings.trusted_hosts) or config.get("trusted-host", "").split()
+    if trusted:
+        env["PIP_TRUSTED_HOST"] = " ".join(trusted)
+    if config.get("timeout") or config.get("default-timeout"):
+        env["PIP_DEFAULT_TIMEOUT"] = config.get("default-timeout") or config["timeout"]
+    ca = settings.ca_bundle
+    bundle = None
+    if ca == "inherit":
+        found = config.get("cert")
+        bundle = Path(found) if found and Path(found).is_file() else None
+    elif ca != "none":
+        bundle = Path(ca)
+        if not bundle.is_file():
+            raise InstallError(f"defaults.pip.ca_bundle {ca}: no such file")
+    return ContainerPip(env, bundle, tuple(notes))

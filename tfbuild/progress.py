@@ -46,7 +46,7 @@ class Reporter:
 
     def start(self, total: int, description: str) -> None:
         self.total, self.done, self.started = total, 0, time.monotonic()
-        self.console.print(f"{description}: {total} runs")
+        self.console.print(f"{description} ({total})")
 
     def running(self, description: str) -> None:
         """What is running now (shown live on a terminal; a no-op here)."""

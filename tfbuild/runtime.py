@@ -25,11 +25,26 @@ from typing import Any, ClassVar
 from tfbuild import pip
 from tfbuild.errors import EngineUnavailable, InstallError
 from tfbuild.fetch import Artifact
-from tfbuild.matrix import PipSettings, Variant
+from tfbuild.matrix import KNOWN_ENV, PipSettings, Variant
 
 PAYLOAD = Path(__file__).resolve().parent / "bench" / "payload.py"
 STDERR_TAIL_LINES = 30
 READY_MARKER = "tfbuild-runtime.json"
+# Fixed for every benchmark process, in every runtime.
+BASE_ENV = {"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+# Variables that change how TensorFlow or its thread pools behave: never inherited from the
+# caller's shell, only set by a tuning.
+_SCRUBBED_PREFIXES = ("OMP_", "KMP_", "MKL_", "TF_", "ONEDNN_", "DNNL_", "PYTHON", "GOMP_")
+
+
+def local_env(tuning_env: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment without tuning-sensitive variables, plus the tuning's."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in KNOWN_ENV and not k.startswith(_SCRUBBED_PREFIXES)
+    }
+    return {**env, **BASE_ENV, **tuning_env}
 
 
 @dataclass(frozen=True)
@@ -67,7 +82,7 @@ class RuntimeEnv(ABC):
         cpus: Sequence[int] | None,
         timeout: float,
     ) -> RunOutcome:
-        """Run the payload with `config` in a fresh process with exactly `env`."""
+        """Run the payload with `config` in a fresh process; `env` is the tuning's variables."""
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
@@ -150,7 +165,7 @@ class LocalVenv(RuntimeEnv):
         if not self.interpreter.exists():
             raise InstallError(f"runtime {self.path} is not prepared")
         pinned = {**config, "cpus": list(cpus) if cpus else None}
-        return run_payload([str(self.interpreter), str(PAYLOAD)], pinned, env, timeout)
+        return run_payload([str(self.interpreter), str(PAYLOAD)], pinned, local_env(env), timeout)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -228,9 +243,31 @@ def runtime_kind(variant: Variant, choice: str, engine_reachable: bool) -> str:
     return wanted
 
 
-def make_runtime(
-    kind: str, artifact: Artifact, cache_dir: Path, settings: PipSettings, **docker: Any
-) -> RuntimeEnv:
+@dataclass(frozen=True)
+class RuntimeOptions:
+    """How runtimes are made: where venvs are cached, which image containers start from."""
+
+    cache_dir: Path
+    settings: PipSettings
+    base_image: str
+    template_dirs: tuple[Path, ...]
+    cpuset: str | None = None
+    nano_cpus: int | None = None
+    memory: str | None = None
+
+
+def make_runtime(kind: str, artifact: Artifact, options: RuntimeOptions) -> RuntimeEnv:
     if kind == "local":
-        return LocalVenv(artifact, cache_dir, settings)
-    raise EngineUnavailable("the docker runtime is not available in this version of tfbuild")
+        return LocalVenv(artifact, options.cache_dir, options.settings)
+    from tfbuild.engine import DockerRuntime
+
+    return DockerRuntime(
+        artifact,
+        settings=options.settings,
+        base_image=options.base_image,
+        template_dirs=list(options.template_dirs),
+        log_dir=options.cache_dir / "logs",
+        cpuset=options.cpuset,
+        nano_cpus=options.nano_cpus,
+        memory=options.memory,
+    )

@@ -223,3 +223,36 @@ def test_sigill_is_explained(workspace: Path, tmp_path: Path) -> None:
         "this build uses CPU instructions this machine lacks (killed by SIGILL, signal 4)"
     )
     assert doc["runs"] == [] and doc["session"]["complete"] is True
+
+
+@pytest.mark.docker
+def test_quick_bench_in_runtime_containers(workspace: Path, base_image: str) -> None:
+    """tensorflow-cpu from the index, installed into a runtime image and measured in
+    containers without network, as a non-root user."""
+    matrix = write_matrix(
+        workspace / "docker",
+        f"""\
+defaults:
+  base_images: {{build: "{base_image}", runtime: "{base_image}"}}
+variants:
+  - {{name: tf, source: pypi, requirement: "{TF}"}}
+""",
+    )
+    proc = bench(workspace, matrix, "--quick", "--runtime", "docker")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _, doc = only_results(matrix)
+    runtime = doc["variants"]["tf"]["runtime"]
+    assert runtime["kind"] == "docker" and runtime["network"] == "none"
+    assert runtime["user"] == "10001:10001" and runtime["image"].startswith("tfbuild/runtime:")
+    assert len(doc["runs"]) == 6 and all(run["status"] == "ok" for run in doc["runs"])
+    for run in doc["runs"]:
+        assert all(
+            s["throughput"] > 0 for entry in run["benchmarks"].values() for s in entry["samples"]
+        )
+    leftover = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", "label=org.tfbuild=bench"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert leftover == []

@@ -13,12 +13,12 @@ import pytest
 from cext import build_wheel
 from conftest import REPO
 
-from tfbuild.bench import payload, results, runner, suite
+from tfbuild.bench import payload, results, suite
 from tfbuild.bench.summary import summarise
 from tfbuild.errors import EngineUnavailable
 from tfbuild.fetch import Artifact
 from tfbuild.matrix import PipSettings, load_matrix
-from tfbuild.runtime import PAYLOAD, LocalVenv, RunOutcome, runtime_kind
+from tfbuild.runtime import PAYLOAD, LocalVenv, RunOutcome, local_env, runtime_kind
 
 INHERIT = PipSettings("inherit", "inherit", "inherit", ())
 
@@ -63,7 +63,7 @@ def test_child_env_scrubs_inherited_tuning(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("KMP_AFFINITY", "verbose")
     monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
     monkeypatch.setenv("KEEP_ME", "yes")
-    env = runner.child_env({"OMP_NUM_THREADS": "1"})
+    env = local_env({"OMP_NUM_THREADS": "1"})
     assert env["OMP_NUM_THREADS"] == "1"
     assert "TF_ENABLE_ONEDNN_OPTS" not in env and "KMP_AFFINITY" not in env
     assert "PYTHONPATH" not in env

@@ -9,7 +9,6 @@ interrupted session keeps every finished measurement and ``--resume`` continues 
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 import secrets
 import socket
@@ -26,15 +25,14 @@ from tfbuild.bench.peak import fp32_peak
 from tfbuild.bench.suite import BENCHMARKS
 from tfbuild.errors import EngineUnavailable, InstallError, NotBuiltError, ResultsError
 from tfbuild.fetch import Artifact, fetch
-from tfbuild.matrix import KNOWN_ENV, PipSettings, SuiteSettings
+from tfbuild.matrix import PipSettings, SuiteSettings, Variant
+from tfbuild.pip import sha256_of
 from tfbuild.plan import Plan, PlannedVariant
 from tfbuild.progress import Reporter
-from tfbuild.runtime import RuntimeEnv, make_runtime, runtime_kind
+from tfbuild.recipes import make_recipe
+from tfbuild.render import template_dirs
+from tfbuild.runtime import RuntimeEnv, RuntimeOptions, make_runtime, runtime_kind
 from tfbuild.store import WheelStore
-
-# Variables that change how TensorFlow or its thread pools behave: never inherited from the
-# caller's shell, only set by a tuning.
-_SCRUBBED_PREFIXES = ("OMP_", "KMP_", "MKL_", "TF_", "ONEDNN_", "DNNL_", "PYTHON", "GOMP_")
 
 
 @dataclass(frozen=True)
@@ -47,6 +45,10 @@ class BenchOptions:
     timeout: float = 1800.0
     refresh: bool = False
     argv: tuple[str, ...] = ()
+    container_cpus: float | None = None
+    """--cpus for benchmark containers (Docker runtime)."""
+    memory: str | None = None
+    """Memory limit for benchmark containers, e.g. 8g (Docker runtime)."""
 
 
 @dataclass(frozen=True)
@@ -57,18 +59,6 @@ class Workspace:
     cache_dir: Path
     results_dir: Path
     engine_reachable: bool
-
-
-def child_env(tuning_env: Mapping[str, str]) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in KNOWN_ENV and not k.startswith(_SCRUBBED_PREFIXES)
-    }
-    env["PYTHONHASHSEED"] = "0"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.update(tuning_env)
-    return env
 
 
 def payload_config(suite: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
@@ -124,6 +114,13 @@ def new_document(plan: Plan, options: BenchOptions) -> dict[str, Any]:
             "runtime": options.runtime,
             "timeout_s": options.timeout,
             "pip": dataclasses.asdict(plan.matrix.defaults.pip),
+            "runtime_options": {
+                "base_image": plan.matrix.defaults.base_images.runtime,
+                "template_dirs": [str(d) for d in template_dirs(plan.matrix.path)],
+                "cpuset": ",".join(map(str, options.cpus)) if options.cpus else None,
+                "nano_cpus": int(options.container_cpus * 1e9) if options.container_cpus else None,
+                "memory": options.memory,
+            },
         },
         "host": plan.host.to_json(),
         "suite": {
@@ -162,10 +159,29 @@ def _fail_variant(
     )
 
 
-def _runtime_for(
-    artifact: Artifact, kind: str, workspace: Workspace, settings: PipSettings
-) -> RuntimeEnv:
-    return make_runtime(kind, artifact, workspace.cache_dir, settings)
+def runtime_options(session: Mapping[str, Any], cache_dir: Path) -> RuntimeOptions:
+    """How this session makes runtimes, from what it recorded (so --resume makes the same)."""
+    pip_settings = session["pip"]
+    settings = PipSettings(
+        index_url=pip_settings["index_url"],
+        extra_index_urls=(
+            "inherit"
+            if pip_settings["extra_index_urls"] == "inherit"
+            else tuple(pip_settings["extra_index_urls"])
+        ),
+        ca_bundle=pip_settings["ca_bundle"],
+        trusted_hosts=tuple(pip_settings["trusted_hosts"]),
+    )
+    recorded = session["runtime_options"]
+    return RuntimeOptions(
+        cache_dir=cache_dir,
+        settings=settings,
+        base_image=recorded["base_image"],
+        template_dirs=tuple(Path(d) for d in recorded["template_dirs"]),
+        cpuset=recorded["cpuset"],
+        nano_cpus=recorded["nano_cpus"],
+        memory=recorded["memory"],
+    )
 
 
 def _smoke_line(name: str, smoke: Mapping[str, Any], threads: Mapping[str, Any]) -> str:
@@ -188,10 +204,9 @@ def prepare(
     save: Any,
 ) -> dict[str, RuntimeEnv]:
     """Fetch, install and smoke-test every variant; failures are recorded, never raised."""
-    settings = plan.matrix.defaults.pip
     runtimes: dict[str, RuntimeEnv] = {}
     for pv in plan.variants:
-        runtime = _prepare_variant(document, pv, options, workspace, settings, reporter)
+        runtime = _prepare_variant(document, pv, plan, options, workspace, reporter)
         if runtime is not None:
             runtimes[pv.variant.name] = runtime
         save()
@@ -201,11 +216,12 @@ def prepare(
 def _prepare_variant(
     document: dict[str, Any],
     pv: PlannedVariant,
+    plan: Plan,
     options: BenchOptions,
     workspace: Workspace,
-    settings: PipSettings,
     reporter: Reporter,
 ) -> RuntimeEnv | None:
+    settings = plan.matrix.defaults.pip
     variant = pv.variant
     name = variant.name
     entry = document["variants"][name]
@@ -216,13 +232,17 @@ def _prepare_variant(
     try:
         reporter.running(f"fetching {name}")
         artifact, downloaded = fetch(variant, workspace.store, settings, options.refresh)
+        if variant.source == "bazel":
+            _check_current(variant, artifact.manifest, plan)
         entry["manifest"] = artifact.manifest
         entry["artifact"] = artifact.to_json()
         reporter.note(
             f"fetch {name}: {artifact.wheel.name} ({'downloaded' if downloaded else 'in store'})"
         )
         kind = runtime_kind(variant, options.runtime, workspace.engine_reachable)
-        runtime = _runtime_for(artifact, kind, workspace, settings)
+        runtime = make_runtime(
+            kind, artifact, runtime_options(document["session"], workspace.cache_dir)
+        )
         reporter.running(f"installing {name} into a {kind} runtime")
         started = time.monotonic()
         created = runtime.prepare()
@@ -237,7 +257,7 @@ def _prepare_variant(
     reporter.running(f"smoke test {name}")
     outcome = runtime.run(
         {"benchmarks": [], "warmup": 0, "samples": 0, "intra_op": None, "inter_op": None},
-        child_env({}),
+        {},
         options.cpus,
         options.timeout,
     )
@@ -252,6 +272,19 @@ def _prepare_variant(
     entry["status"] = "ready"
     reporter.note(_smoke_line(name, outcome.result["smoke"], outcome.result["threads"]))
     return runtime
+
+
+def _check_current(variant: Variant, manifest: Mapping[str, Any], plan: Plan) -> None:
+    """A stored source build must match the variant as the matrix defines it now."""
+    recipe = make_recipe(variant, plan.matrix.defaults, plan.host)
+    if manifest.get("copts") != list(recipe.copts) or manifest.get("configs") != list(
+        recipe.configs
+    ):
+        raise NotBuiltError(
+            f"variant {variant.name!r} changed since its wheel was built (configs "
+            f"{manifest.get('configs')} copts {manifest.get('copts')}; now {list(recipe.configs)} "
+            f"{list(recipe.copts)}); run `tfbuild build --variant {variant.name}`"
+        )
 
 
 def schedule(document: dict[str, Any]) -> None:
@@ -300,7 +333,7 @@ def run_rounds(
         reporter.running(label)
         started = results.now()
         outcome = runtimes[config["variant"]].run(
-            payload_config(document["suite"], config), child_env(config["env"]), cpus, timeout
+            payload_config(document["suite"], config), config["env"], cpus, timeout
         )
         failure = results.classify(outcome, timeout)
         result = outcome.result or {}
@@ -360,25 +393,13 @@ def resume_session(path: Path, workspace: Workspace, reporter: Reporter) -> Path
         raise ResultsError(
             f"{path}: the session stopped before its rounds were scheduled; start a new one"
         )
-    pip_settings = session["pip"]
-    settings = PipSettings(
-        index_url=pip_settings["index_url"],
-        extra_index_urls=(
-            "inherit"
-            if pip_settings["extra_index_urls"] == "inherit"
-            else tuple(pip_settings["extra_index_urls"])
-        ),
-        ca_bundle=pip_settings["ca_bundle"],
-        trusted_hosts=tuple(pip_settings["trusted_hosts"]),
-    )
+    made = runtime_options(session, workspace.cache_dir)
     runtimes: dict[str, RuntimeEnv] = {}
     for name, entry in document["variants"].items():
         if entry["status"] != "ready":
             continue
         recorded = entry["artifact"]
         wheel = Path(recorded["wheel"])
-        from tfbuild.pip import sha256_of
-
         if not wheel.is_file() or sha256_of(wheel) != recorded["sha256"]:
             raise ResultsError(
                 f"{path}: variant {name!r} was measured with {wheel} "
@@ -391,7 +412,7 @@ def resume_session(path: Path, workspace: Workspace, reporter: Reporter) -> Path
             tuple(recorded["constraints"]),
             entry.get("manifest") or {},
         )
-        runtime = _runtime_for(artifact, entry["runtime"]["kind"], workspace, settings)
+        runtime = make_runtime(entry["runtime"]["kind"], artifact, made)
         runtime.prepare()
         runtimes[name] = runtime
 

@@ -148,7 +148,7 @@ def _manifest_rows(r: HostReport) -> list[dict[str, str]]:
                 "sha256": manifest.get("sha256", ""),
                 "origin": manifest.get("index_url")
                 or manifest.get("path")
-                or " ".join(manifest.get("bazel_command", []))
+                or manifest.get("bazel_command")
                 or "",
                 "tensorflow": f"{smoke.get('tensorflow', '')} {smoke.get('git_version') or ''}",
                 "onednn": "unknown"

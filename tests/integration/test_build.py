@@ -1,0 +1,329 @@
+"""`tfbuild build` on a real Docker engine.
+
+The recipe machinery end to end uses the toy recipe (tests/fixtures/toy-recipe): the same render,
+image build, build container with the shared cache volume, export, local label, manifests and
+runtime image as a TensorFlow build, around a tiny C extension compiled with each variant's
+copts, because a full TensorFlow build needs network access that CI machines lack. The real
+TensorFlow 2.15 recipe's toolchain stage is built too.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, run_tfbuild
+
+from tfbuild import engine, host, pip, wheelfile
+from tfbuild.build import BuildOptions, prepare
+from tfbuild.fetch import Artifact
+from tfbuild.matrix import PipSettings, load_matrix
+from tfbuild.render import PREFLIGHT, template_dirs
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+TOY = FIXTURES / "toy-recipe"
+
+
+@pytest.fixture(scope="module")
+def toy_store(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both toy variants built once for this module (the ISA tests use them too)."""
+    store = tmp_path_factory.mktemp("toy-wheels")
+    proc = toy_build(store, "--all")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return store
+
+
+def toy_build(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_tfbuild(
+        "build",
+        "--matrix",
+        str(TOY / "matrix.yaml"),
+        "--tf-source",
+        str(TOY / "src"),
+        "--store",
+        str(store),
+        *args,
+        timeout=900,
+    )
+
+
+def stored(store: Path, variant: str) -> tuple[Path, dict[str, object]]:
+    folder = store / f"tf2.17-py3.11-{variant}"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return folder / str(manifest["wheel"]), manifest
+
+
+@pytest.mark.parametrize(
+    ("variant", "label", "copts"),
+    [
+        ("avx2-fma", "avx2.fma", ["-mavx2", "-mfma"]),
+        ("avx512", "avx512", ["-mavx512f"]),
+    ],
+)
+def test_build_exports_labelled_wheel_with_manifests(
+    toy_store: Path, variant: str, label: str, copts: list[str]
+) -> None:
+    wheel, manifest = stored(toy_store, variant)
+    assert wheel.name == f"tfbuild_probe-1.0.0+{label}-cp311-cp311-linux_x86_64.whl"
+    assert manifest["version"] == f"1.0.0+{label}"
+    assert manifest["sha256"] == pip.sha256_of(wheel)
+    assert manifest["copts"] == copts
+    assert (
+        manifest["bazel_command"]
+        == f"CFLAGS={' '.join(copts)} python3 -m pip wheel --no-deps --no-build-isolation /src"
+    )
+    for key in (
+        "variant",
+        "tensorflow",
+        "git_ref",
+        "bazel_version",
+        "configs",
+        "base_image",
+        "builder_host",
+        "build_seconds",
+        "tfbuild_version",
+        "content_key",
+    ):
+        assert key in manifest, key
+    base = manifest["base_image"]
+    assert isinstance(base, dict) and str(base["id"]).startswith("sha256:")
+    inside = wheelfile.embedded_manifest(wheel)
+    assert inside is not None
+    beside = {
+        k: v
+        for k, v in manifest.items()
+        if k not in ("schema", "wheel", "sha256", "name", "version", "tags")
+    }
+    assert inside == beside
+    # RECORD is complete and right: every file with its hash
+    with zipfile.ZipFile(wheel) as archive:
+        record = next(n for n in archive.namelist() if n.endswith("/RECORD"))
+        rows = archive.read(record).decode().splitlines()
+        assert len(rows) == len(archive.namelist())
+    log = (wheel.parent / "build.log").read_text()
+    assert "+ docker build --target source" in log and "tfbuild-build /out" in log
+
+
+def test_unchanged_rebuild_is_a_no_op_and_force_rebuilds(toy_store: Path) -> None:
+    wheel, before = stored(toy_store, "avx2-fma")
+    mtime = wheel.stat().st_mtime_ns
+    started = time.perf_counter()
+    proc = toy_build(toy_store, "--variant", "avx2-fma")
+    took = time.perf_counter() - started
+    assert proc.returncode == 0, proc.stderr
+    assert "avx2-fma: up to date" in proc.stderr and "--force rebuilds" in proc.stderr
+    assert wheel.stat().st_mtime_ns == mtime
+    print(f"no-op rebuild took {took:.2f} s (target < 2 s)")
+    forced = toy_build(toy_store, "--variant", "avx2-fma", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert "avx2-fma: built" in forced.stderr
+    rebuilt, after = stored(toy_store, "avx2-fma")
+    assert after["content_key"] == before["content_key"]
+    assert rebuilt.stat().st_mtime_ns != mtime
+
+
+def test_cache_volume_is_shared_between_variants(toy_store: Path) -> None:
+    out = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "-v",
+            "tfbuild-test-cache:/cache",
+            "tfbuild/base:bookworm",
+            "cat",
+            "/cache/toy/builds",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert len(out.split()) >= 2  # both variants (and any rebuild) wrote to the one volume
+
+
+def test_interrupted_build_leaves_nothing_half_done(toy_store: Path) -> None:
+    wheel, manifest = stored(toy_store, "avx512")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tfbuild",
+            "build",
+            "--matrix",
+            str(TOY / "matrix.yaml"),
+            "--tf-source",
+            str(TOY / "src"),
+            "--store",
+            str(toy_store),
+            "--variant",
+            "avx512",
+            "--force",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        running = subprocess.run(
+            ["docker", "ps", "-q", "--filter", "label=org.tfbuild=build"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        if running:
+            break
+        time.sleep(0.1)
+    assert running, "the build container never started"
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=120) == 130
+    leftover = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", "label=org.tfbuild=build"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert leftover == []
+    folder = wheel.parent
+    assert not list(folder.glob(".build-*"))
+    # the previous complete wheel and its manifest are untouched
+    assert stored(toy_store, "avx512") == (wheel, manifest)
+    assert pip.sha256_of(wheel) == manifest["sha256"]
+
+
+def test_runtime_container_runs_wheel_without_network(toy_store: Path) -> None:
+    wheel, manifest = stored(toy_store, "avx2-fma")
+    runtime = engine.DockerRuntime(
+        Artifact("toy", wheel, str(manifest["sha256"]), (), manifest),
+        settings=PipSettings("inherit", "inherit", "inherit", ()),
+        base_image="tfbuild/base:bookworm",
+        template_dirs=template_dirs(None),
+        log_dir=toy_store / "logs",
+    )
+    runtime.prepare()
+    assert runtime.prepare() is False  # tagged by the wheel's sha256 and reused
+    assert runtime.image and str(manifest["sha256"])[:16] in runtime.image
+    check = (
+        "import os, socket, tfbuild_probe\n"
+        "print(tfbuild_probe.isa(), os.getuid(), os.access('/wheels', os.W_OK))\n"
+        "try:\n"
+        "    socket.create_connection(('deb.debian.org', 80), 2)\n"
+        "    print('network')\n"
+        "except OSError:\n"
+        "    print('no network')\n"
+    )
+    lines: list[str] = []
+    with engine.container(
+        runtime.image,
+        ["/opt/tf/bin/python", "-c", check],
+        network_mode="none",
+        user=engine.BENCH_USER,
+        init=True,
+        volumes={str(wheel): {"bind": f"/wheels/{wheel.name}", "mode": "ro"}},
+        labels={"org.tfbuild": "test"},
+    ) as created:
+        code, _ = engine.run_to_end(created, lines.append, 120)
+    assert code == 0, lines
+    assert lines == ["avx2+fma 10001 False", "no network"]
+
+
+def test_tensorflow_toolchain_stage_builds_for_real(base_image: str, tmp_path: Path) -> None:
+    """The TF 2.15 recipe up to its toolchain stage: clang-16, Python, bazelisk as `bazel`."""
+    matrix = load_matrix(FIXTURES / "render" / "matrix.yaml")
+    _, rendered, settings = prepare(
+        matrix.variant("cpu-2.15"), matrix, host.detect(), BuildOptions()
+    )
+    context = engine.Context()
+    context.add_text("Dockerfile", rendered.dockerfile)
+    context.add_text("tfbuild-build", rendered.build_script, mode=0o755)
+    context.add_text(PREFLIGHT, rendered.preflight, mode=0o755)
+    if settings.ca_bundle is not None:
+        context.add_path("ca-bundle.pem", settings.ca_bundle)
+    log = tmp_path / "toolchain.log"
+    with log.open("w") as fh:
+
+        def write(line: str) -> None:
+            fh.write(line + "\n")
+
+        image = engine.build_image(
+            context, "tfbuild/test-toolchain:2.15", write, target="toolchain"
+        )
+    assert image.startswith("sha256:")
+    probe = (
+        "clang-16 --version | head -1; python3 --version; "
+        "test -x /usr/local/bin/bazel && echo bazelisk; echo $USE_BAZEL_VERSION"
+    )
+    out = subprocess.run(
+        ["docker", "run", "--rm", "tfbuild/test-toolchain:2.15", "bash", "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "clang version 16" in out and "Python 3.11" in out
+    assert "bazelisk" in out and out.strip().endswith("6.1.0")
+
+
+def test_engine_missing_is_reported(tmp_path: Path) -> None:
+    proc = run_tfbuild(
+        "build",
+        "--matrix",
+        str(TOY / "matrix.yaml"),
+        "--variant",
+        "avx2-fma",
+        "--store",
+        str(tmp_path),
+        env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
+    )
+    assert proc.returncode == 5
+    assert "needs a Docker engine" in proc.stderr and "--dry-run" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_dry_run_needs_no_engine(tmp_path: Path) -> None:
+    proc = run_tfbuild(
+        "build",
+        "--variant",
+        "mkl-avx2",
+        "--dry-run",
+        env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
+        cwd=FIXTURES / "render",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "FROM toolchain AS source" in proc.stdout
+    assert "bazel build --config=mkl --copt=-mavx2 --copt=-mfma" in proc.stdout
+
+
+def test_bench_refuses_a_stale_source_build(toy_store: Path, tmp_path: Path) -> None:
+    """The avx2-fma wheel was built with -mavx2 -mfma; a matrix that now asks for -mavx2 only
+    must not be measured with it."""
+    changed = (
+        (TOY / "matrix.yaml").read_text().replace("cpu_flags: [avx2, fma]", "cpu_flags: [avx2]")
+    )
+    (tmp_path / "matrix.yaml").write_text(changed)
+    proc = run_tfbuild(
+        "bench",
+        "--matrix",
+        str(tmp_path / "matrix.yaml"),
+        "--only",
+        "avx2-fma",
+        "--store",
+        str(toy_store),
+        "--results",
+        str(tmp_path / "results"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--runtime",
+        "local",
+    )
+    assert proc.returncode == 11, proc.stderr
+    document = json.loads(next((tmp_path / "results").glob("*.json")).read_text())
+    (failure,) = document["failures"]
+    assert failure["stage"] == "fetch"
+    assert "changed since its wheel was built" in failure["reason"]
+    assert "tfbuild build --variant avx2-fma" in failure["reason"]

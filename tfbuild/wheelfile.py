@@ -1,0 +1,121 @@
+"""Wheel files: give a built wheel its variant's local version label and carry its manifest.
+
+``relabel`` rewrites a wheel as ``name-2.17.1+mkl.avx2-tags.whl``: the .dist-info folder is
+renamed, METADATA's Version updated, ``tfbuild-manifest.json`` added, and RECORD regenerated for
+the files that changed (the others keep their recorded hashes).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import parse_wheel_filename
+from packaging.version import Version
+
+MANIFEST_NAME = "tfbuild-manifest.json"
+
+
+def _record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+    return f"sha256={digest.decode()}"
+
+
+def labelled_version(version: Version, label: str) -> str:
+    local = f"{version.local}.{label}" if version.local else label
+    return f"{version.public}+{local}"
+
+
+def _dist_info(names: list[str]) -> str:
+    roots = {n.split("/", 1)[0] for n in names if n.split("/", 1)[0].endswith(".dist-info")}
+    if len(roots) != 1:
+        raise ValueError(f"expected one .dist-info folder, found {sorted(roots)}")
+    return roots.pop()
+
+
+def relabel(wheel: Path, label: str, manifest: dict[str, Any], dest_dir: Path) -> Path:
+    """Write a copy of `wheel` with version +label and the manifest inside; returns its path."""
+    _, version, _, _ = parse_wheel_filename(wheel.name)
+    new_version = labelled_version(version, label)
+    old_stem = wheel.name.split("-")
+    tags = "-".join(old_stem[2:])
+    distribution = old_stem[0]
+    target = dest_dir / f"{distribution}-{new_version}-{tags}"
+    with zipfile.ZipFile(wheel) as source:
+        names = source.namelist()
+        old_info = _dist_info(names)
+        new_info = f"{distribution}-{new_version}.dist-info"
+        recorded: dict[str, list[str]] = {}
+        record_name = f"{old_info}/RECORD"
+        for row in csv.reader(io.StringIO(source.read(record_name).decode("utf-8"))):
+            if row:
+                recorded[row[0]] = row
+        rows: list[list[str]] = []
+        with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as out:
+            for info in source.infolist():
+                if info.filename == record_name:
+                    continue
+                data = source.read(info)
+                path = info.filename
+                if path.startswith(old_info + "/"):
+                    path = new_info + path[len(old_info) :]
+                    if path == f"{new_info}/METADATA":
+                        data = _set_version(data, new_version)
+                    rows.append([path, _record_hash(data), str(len(data))])
+                else:
+                    rows.append(recorded.get(path, [path, _record_hash(data), str(len(data))]))
+                copy = zipfile.ZipInfo(path, date_time=info.date_time)
+                copy.external_attr = info.external_attr
+                copy.compress_type = info.compress_type
+                out.writestr(copy, data)
+            embedded = (json.dumps(manifest, indent=2) + "\n").encode()
+            out.writestr(f"{new_info}/{MANIFEST_NAME}", embedded, zipfile.ZIP_DEFLATED)
+            rows.append([f"{new_info}/{MANIFEST_NAME}", _record_hash(embedded), str(len(embedded))])
+            rows.append([f"{new_info}/RECORD", "", ""])
+            buffer = io.StringIO()
+            csv.writer(buffer, lineterminator="\n").writerows(rows)
+            out.writestr(f"{new_info}/RECORD", buffer.getvalue(), zipfile.ZIP_DEFLATED)
+    return target
+
+
+def _set_version(metadata: bytes, version: str) -> bytes:
+    lines = metadata.decode("utf-8").split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("Version:"):
+            lines[i] = f"Version: {version}"
+            break
+        if not line.strip():  # end of the headers: no Version line
+            raise ValueError("METADATA has no Version header")
+    return "\n".join(lines).encode("utf-8")
+
+
+def embedded_manifest(wheel: Path) -> dict[str, Any] | None:
+    """The tfbuild manifest a wheel carries in its .dist-info, if any."""
+    with zipfile.ZipFile(wheel) as archive:
+        info = _dist_info(archive.namelist())
+        try:
+            data = archive.read(f"{info}/{MANIFEST_NAME}")
+        except KeyError:
+            return None
+    manifest: dict[str, Any] = json.loads(data)
+    return manifest
+
+
+def metadata(wheel: Path) -> dict[str, list[str]]:
+    """METADATA headers of a wheel, as name -> values (Requires-Dist repeats)."""
+    with zipfile.ZipFile(wheel) as archive:
+        text = archive.read(f"{_dist_info(archive.namelist())}/METADATA").decode("utf-8")
+    headers: dict[str, list[str]] = {}
+    for line in text.split("\n"):
+        if not line.strip():
+            break
+        key, sep, value = line.partition(":")
+        if sep and not line.startswith((" ", "\t")):
+            headers.setdefault(key.strip(), []).append(value.strip())
+    return headers
