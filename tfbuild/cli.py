@@ -473,6 +473,12 @@ def _parse_cpus(value: str | None) -> tuple[int, ...] | None:
     envvar="TFBUILD_CACHE_DIR",
     help="Runtime cache (default: ~/.cache/tfbuild).",
 )
+@click.option(
+    "--container-cpus",
+    type=click.FloatRange(0.01, 1024),
+    help="CPU limit for benchmark containers (docker --cpus).",
+)
+@click.option("--memory", metavar="SIZE", help="Memory limit for benchmark containers, e.g. 8g.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @debug_option
 def bench(
@@ -491,6 +497,8 @@ def bench(
     resume: Path | None,
     results_dir: Path,
     cache_dir: Path | None,
+    container_cpus: float | None,
+    memory: str | None,
     quiet: bool,
 ) -> None:
     """Benchmark every selected (variant, tuning) config with the fixed suite.
@@ -539,6 +547,8 @@ def bench(
             timeout=timeout,
             refresh=refresh,
             argv=tuple(sys.argv),
+            container_cpus=container_cpus,
+            memory=memory,
         )
         with reporter:
             path = runner.run_session(plan, options, workspace, reporter)
