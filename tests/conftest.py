@@ -76,3 +76,34 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=600,
     )
     return out
+
+
+TOY = FIXTURES / "toy-recipe"
+
+
+def toy_build(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`tfbuild build` with the toy recipe: a C extension compiled with each variant's copts."""
+    return run_tfbuild(
+        "build",
+        "--matrix",
+        str(TOY / "matrix.yaml"),
+        "--tf-source",
+        str(TOY / "src"),
+        "--store",
+        str(store),
+        *args,
+        timeout=900,
+    )
+
+
+@pytest.fixture(scope="session")
+def toy_store(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both toy variants (avx2-fma, avx512) built once per test session."""
+    store = tmp_path_factory.mktemp("toy-wheels")
+    proc = toy_build(store, "--all")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return store
+
+
+def toy_wheel(store: Path, variant: str) -> Path:
+    return next((store / f"tf2.17-py3.11-{variant}").glob("*.whl"))

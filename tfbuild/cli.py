@@ -18,6 +18,7 @@ from tfbuild import __version__
 from tfbuild.errors import (
     BuildFailed,
     EngineUnavailable,
+    IncompatibleWheel,
     InstallError,
     MatrixError,
     NothingRan,
@@ -135,6 +136,8 @@ def cli() -> None:
     tfbuild matrix     the variants x tunings of matrix.yaml, and which can run here
     tfbuild build      build source variants in Docker (prebuilt ones are fetched)
     tfbuild fetch      download the prebuilt variants into the wheel store
+    tfbuild inspect    what a wheel's machine code needs, and whether it runs on a CPU
+    tfbuild verify     run a wheel on emulated CPU models (qemu-user): the ground truth
     tfbuild bench      measure every config with the fixed suite, in rounds, with an A/A control
     tfbuild compare    rank the configs with confidence intervals, tiers and a "use this" block
     """
@@ -479,6 +482,11 @@ def _parse_cpus(value: str | None) -> tuple[int, ...] | None:
     help="CPU limit for benchmark containers (docker --cpus).",
 )
 @click.option("--memory", metavar="SIZE", help="Memory limit for benchmark containers, e.g. 8g.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Install and run wheels even when `tfbuild inspect` says they cannot run here.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @debug_option
 def bench(
@@ -499,6 +507,7 @@ def bench(
     cache_dir: Path | None,
     container_cpus: float | None,
     memory: str | None,
+    force: bool,
     quiet: bool,
 ) -> None:
     """Benchmark every selected (variant, tuning) config with the fixed suite.
@@ -549,6 +558,7 @@ def bench(
             argv=tuple(sys.argv),
             container_cpus=container_cpus,
             memory=memory,
+            force=force,
         )
         with reporter:
             path = runner.run_session(plan, options, workspace, reporter)
@@ -557,6 +567,174 @@ def bench(
         _console().print(bench_view(summarise(document), path))
     if not any(run["status"] == "ok" for run in document["runs"]):
         raise NothingRan(f"no config could run; the reasons are recorded in {path}")
+
+
+def cache_option(f: F) -> F:
+    return click.option(
+        "--cache-dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        envvar="TFBUILD_CACHE_DIR",
+        help="Cache for runtimes and audits (default: ~/.cache/tfbuild).",
+    )(f)
+
+
+def _wheel_argument(
+    target: str, matrix_path: Path | None, store_path: Path
+) -> tuple[Path, tuple[str, ...]]:
+    """A wheel file, or a variant of the matrix whose wheel is in (or fetched into) the store."""
+    from tfbuild.fetch import fetch
+    from tfbuild.store import WheelStore
+    from tfbuild.wheelfile import embedded_manifest
+
+    path = Path(target)
+    if target.endswith(".whl"):
+        if not path.is_file():
+            raise UsageError(f"{target}: no such wheel file")
+        manifest = embedded_manifest(path) or {}
+        return path, tuple(manifest.get("constraints") or ())
+    matrix = _load_matrix(matrix_path)
+    variant = matrix.variant(target)
+    artifact, _ = fetch(variant, WheelStore(store_path), matrix.defaults.pip)
+    return artifact.wheel, variant.constraints
+
+
+@cli.command()
+@click.argument("target", metavar="WHEEL_OR_VARIANT")
+@matrix_option
+@store_option
+@host_option
+@click.option(
+    "--cpu",
+    "cpu_model",
+    metavar="MODEL",
+    help="Give the verdict for a named CPU (haswell, Skylake-Server-v1...).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report.")
+@click.option("--refresh", is_flag=True, help="Audit again instead of using the cached report.")
+@cache_option
+@debug_option
+def inspect(
+    target: str,
+    matrix_path: Path | None,
+    store_path: Path,
+    host_path: Path | None,
+    cpu_model: str | None,
+    as_json: bool,
+    refresh: bool,
+    cache_dir: Path | None,
+) -> None:
+    """Audit a wheel's machine code and say whether it runs on this (or another) CPU.
+
+    Lists the wheel's metadata and tfbuild manifest; for every ELF object the instruction-set
+    extensions its code uses (instruction counts, share of functions); the baseline a CPU
+    needs, told apart from kernels only reached after a run-time CPU check, with how it was
+    decided; the glibc floor and the manylinux tag it implies; CUDA architectures when
+    cuobjdump is installed. Then the verdict: "runs here" or "will crash here: needs ...".
+    """
+    from tfbuild import audit
+    from tfbuild.report.terminal import inspect_view
+
+    if host_path and cpu_model:
+        raise UsageError("--host and --cpu both name the target; give one of them")
+    wheel, _ = _wheel_argument(target, matrix_path, store_path)
+    report = audit.inspect_wheel(wheel, cache_dir or _default_cache(), refresh)
+    goal = (
+        audit.target_for_model(cpu_model)
+        if cpu_model
+        else audit.target_for_host(_load_host(host_path))
+    )
+    result = audit.verdict(report, goal)
+    if as_json:
+        click.echo(json.dumps({**report, "verdict": audit.verdict_json(result, goal)}, indent=2))
+    else:
+        _console().print(inspect_view(report, result, goal))
+    if result.runs is False:
+        raise IncompatibleWheel(f"{wheel.name}: {result.cpu}; glibc {result.glibc}")
+
+
+@cli.command()
+@click.argument("target", metavar="WHEEL_OR_VARIANT")
+@click.option(
+    "--cpu",
+    "models",
+    multiple=True,
+    required=True,
+    metavar="MODEL",
+    help="qemu CPU model to run on (Nehalem-v1, SandyBridge-v1, Haswell-v1...).",
+)
+@click.option(
+    "--constraint",
+    "constraints",
+    multiple=True,
+    metavar="REQ",
+    help="Extra install constraint, e.g. 'numpy<2' (repeatable).",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=900,
+    show_default=True,
+    help="Seconds one emulated run may take.",
+)
+@matrix_option
+@store_option
+@cache_option
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@debug_option
+def verify(
+    target: str,
+    models: tuple[str, ...],
+    constraints: tuple[str, ...],
+    timeout: float,
+    matrix_path: Path | None,
+    store_path: Path,
+    cache_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Run a wheel on emulated CPUs (qemu-user): the ground truth for `tfbuild inspect`.
+
+    The wheel is installed into a cached venv; then, under `qemu-x86_64 -cpu MODEL`, it is
+    imported and runs a small op (for TensorFlow a matmul and a one-step GRU). A model that
+    lacks an instruction the wheel executes dies with SIGILL, as real hardware would.
+    Exits 6 when the wheel fails on any model.
+    """
+    from tfbuild import qemu
+    from tfbuild.fetch import Artifact
+    from tfbuild.pip import sha256_of
+    from tfbuild.runtime import LocalVenv, local_env
+    from tfbuild.wheelfile import top_level
+
+    qemu.binary()
+    for model in models:
+        qemu.check_model(model)
+    wheel, declared = _wheel_argument(target, matrix_path, store_path)
+    matrix = _load_matrix(matrix_path) if not target.endswith(".whl") else None
+    settings = matrix.defaults.pip if matrix else _inherit_pip()
+    artifact = Artifact(wheel.name, wheel, sha256_of(wheel), (*declared, *constraints), {})
+    venv = LocalVenv(artifact, cache_dir or _default_cache(), settings)
+    venv.prepare()
+    packages = top_level(wheel)
+    snippet = qemu.TF_SNIPPET if "tensorflow" in packages else qemu.import_snippet(packages)
+    outcomes = [qemu.run(m, venv.interpreter, snippet, local_env({}), timeout) for m in models]
+    if as_json:
+        from dataclasses import asdict
+
+        click.echo(json.dumps({"wheel": wheel.name, "results": [asdict(o) for o in outcomes]},
+                              indent=2))  # fmt: skip
+    else:
+        for o in outcomes:
+            click.echo(f"{o.model}: {o.message} ({o.seconds:.1f} s)")
+            if not o.passed and o.stderr_tail:
+                click.echo("  " + o.stderr_tail.replace("\n", "\n  "))
+    failed = [o.model for o in outcomes if not o.passed]
+    if failed:
+        raise IncompatibleWheel(f"{wheel.name} fails on {', '.join(failed)}")
+
+
+def _inherit_pip() -> Any:
+    from tfbuild.matrix import PipSettings
+
+    return PipSettings("inherit", "inherit", "inherit", ())
 
 
 def _fraction(value: str) -> float:

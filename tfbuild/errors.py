@@ -99,3 +99,15 @@ class BuildFailed(TfbuildError):
     """A Docker build or the bazel build inside it failed (the log tail and path say why)."""
 
     exit_code = 7
+
+
+class IncompatibleWheel(TfbuildError):
+    """A wheel needs instructions (or a glibc) the target machine does not have."""
+
+    exit_code = 6
+
+
+class ToolMissing(TfbuildError):
+    """A command-line tool tfbuild needs for this command is not installed."""
+
+    exit_code = 12

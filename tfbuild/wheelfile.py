@@ -119,3 +119,18 @@ def metadata(wheel: Path) -> dict[str, list[str]]:
         if sep and not line.startswith((" ", "\t")):
             headers.setdefault(key.strip(), []).append(value.strip())
     return headers
+
+
+def top_level(wheel: Path) -> list[str]:
+    """Importable top-level packages of a wheel (top_level.txt, else its folders)."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        info = _dist_info(names)
+        if f"{info}/top_level.txt" in names:
+            text = archive.read(f"{info}/top_level.txt").decode("utf-8")
+            return [line.strip() for line in text.splitlines() if line.strip()]
+    roots = sorted(
+        {n.split("/", 1)[0] for n in names if "/" in n and not n.split("/", 1)[0].endswith(
+            (".dist-info", ".data"))}
+    )  # fmt: skip
+    return [r for r in roots if r.isidentifier()]

@@ -213,7 +213,18 @@ def test_sigill_is_explained(workspace: Path, tmp_path: Path) -> None:
         tmp_path / "m",
         f"variants:\n  - {{name: needs-{name.replace('_', '-')}, source: wheel, path: {wheel}}}\n",
     )
-    proc = bench(workspace, matrix, "--rounds", "1")
+    if name != "ud2":
+        # The audit sees the instruction in the module's init code and refuses the wheel
+        # before installing it...
+        refused = bench(workspace, matrix, "--rounds", "1")
+        assert refused.returncode == 11, refused.stderr[-3000:]
+        (result,) = list((matrix.parent / "results").glob("*.json"))
+        failure = json.loads(result.read_text())["failures"][0]
+        assert failure["stage"] == "inspect"
+        assert f"will crash here: needs {name.upper()}" in failure["reason"]
+        result.unlink()
+    # ...and with --force it is installed, run, and dies with SIGILL.
+    proc = bench(workspace, matrix, "--rounds", "1", "--force")
     assert proc.returncode == 11, proc.stderr[-3000:]
     assert "no config could run" in proc.stderr
     _, doc = only_results(matrix)

@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_tfbuild
+from conftest import FIXTURES, TOY, run_tfbuild, toy_build
 
 from tfbuild import engine, host, pip, wheelfile
 from tfbuild.build import BuildOptions, prepare
@@ -27,31 +27,6 @@ from tfbuild.matrix import PipSettings, load_matrix
 from tfbuild.render import PREFLIGHT, template_dirs
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-
-TOY = FIXTURES / "toy-recipe"
-
-
-@pytest.fixture(scope="module")
-def toy_store(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Both toy variants built once for this module (the ISA tests use them too)."""
-    store = tmp_path_factory.mktemp("toy-wheels")
-    proc = toy_build(store, "--all")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return store
-
-
-def toy_build(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_tfbuild(
-        "build",
-        "--matrix",
-        str(TOY / "matrix.yaml"),
-        "--tf-source",
-        str(TOY / "src"),
-        "--store",
-        str(store),
-        *args,
-        timeout=900,
-    )
 
 
 def stored(store: Path, variant: str) -> tuple[Path, dict[str, object]]:

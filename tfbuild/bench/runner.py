@@ -18,12 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfbuild import __version__
+from tfbuild import __version__, audit
 from tfbuild.bench import results
 from tfbuild.bench.payload import ITERATIONS, SUITE_VERSION
 from tfbuild.bench.peak import fp32_peak
 from tfbuild.bench.suite import BENCHMARKS
-from tfbuild.errors import EngineUnavailable, InstallError, NotBuiltError, ResultsError
+from tfbuild.errors import (
+    EngineUnavailable,
+    IncompatibleWheel,
+    InstallError,
+    NotBuiltError,
+    ResultsError,
+)
 from tfbuild.fetch import Artifact, fetch
 from tfbuild.matrix import PipSettings, SuiteSettings, Variant
 from tfbuild.pip import sha256_of
@@ -45,6 +51,8 @@ class BenchOptions:
     timeout: float = 1800.0
     refresh: bool = False
     argv: tuple[str, ...] = ()
+    force: bool = False
+    """Install and run wheels even when the audit says they cannot run here."""
     container_cpus: float | None = None
     """--cpus for benchmark containers (Docker runtime)."""
     memory: str | None = None
@@ -234,6 +242,12 @@ def _prepare_variant(
         artifact, downloaded = fetch(variant, workspace.store, settings, options.refresh)
         if variant.source == "bazel":
             _check_current(variant, artifact.manifest, plan)
+        if not options.force:
+            reporter.running(f"auditing {artifact.wheel.name}")
+            report = audit.inspect_wheel(artifact.wheel, workspace.cache_dir)
+            audit.refuse_if_incompatible(
+                report, audit.target_for_host(plan.host), f"variant {name!r}"
+            )
         entry["manifest"] = artifact.manifest
         entry["artifact"] = artifact.to_json()
         reporter.note(
@@ -249,8 +263,8 @@ def _prepare_variant(
         entry["runtime"] = runtime.describe()
         took = f"created in {time.monotonic() - started:.0f} s" if created else "cached"
         reporter.note(f"runtime {name}: {kind}, {took}")
-    except (InstallError, NotBuiltError, EngineUnavailable) as exc:
-        stage = "fetch" if isinstance(exc, NotBuiltError) else "install"
+    except (InstallError, NotBuiltError, EngineUnavailable, IncompatibleWheel) as exc:
+        stage = {NotBuiltError: "fetch", IncompatibleWheel: "inspect"}.get(type(exc), "install")
         _fail_variant(document, name, stage, str(exc))
         reporter.note(f"[red]fail[/] {name}: {str(exc).splitlines()[0]}")
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -278,3 +279,155 @@ def bench_view(summary: Summary, path: object) -> Group:
         lines.append(Text(f"failed {who}: {why}", style="red"))
     lines.append(Text("Rank these with `tfbuild compare " + str(path) + "`", style="dim"))
     return Group(*lines)
+
+
+def inspect_view(report: dict[str, Any], result: Any, target: Any) -> Group:
+    """`tfbuild inspect`: wheel facts, what its code needs and why, and the verdict."""
+    meta = report["metadata"]
+    manifest = report.get("manifest")
+    rows: list[tuple[str, str | Text]] = [
+        ("wheel", report["wheel"]),
+        ("sha256", report["sha256"]),
+        ("name / version", f"{meta['name']} {meta['version']}"),
+        ("tags", ", ".join(meta["tags"])),
+        (
+            "requires",
+            ", ".join(meta["requires_dist"][:8])
+            + (
+                f", ... ({len(meta['requires_dist'])} in all)"
+                if len(meta["requires_dist"]) > 8
+                else ""
+            )
+            or "nothing",
+        ),
+        ("tfbuild manifest", _manifest_line(manifest)),
+    ]
+    baseline = report["baseline"]
+    needed = ", ".join(cpu.display_name(f) for f in baseline["flags"]) or "x86-64 only"
+    reasons = _why_summary(baseline["why"], baseline["flags"])
+    parts: list[Table | Text] = [_kv_table("Wheel", rows), Text("")]
+    parts.append(
+        _kv_table(
+            "Baseline (what a CPU must have)",
+            [
+                ("needs", Text(needed, style="bold")),
+                *((cpu.display_name(f), why) for f, why in reasons),
+                ("how decided", Text(baseline["explanation"], style="dim")),
+            ],
+        )
+    )
+    parts += [Text(""), _usage_table(report), Text("")]
+    glibc = report["glibc"]
+    cuda = report["cuda"]
+    parts.append(
+        _kv_table(
+            "System",
+            [
+                (
+                    "glibc floor",
+                    f"{glibc['floor']} ({glibc['manylinux']})" if glibc["floor"] else "none",
+                ),
+                ("libstdc++", f"GLIBCXX_{glibc['glibcxx']}" if glibc["glibcxx"] else "not needed"),
+                (
+                    "CUDA",
+                    _cuda_line(cuda),
+                ),
+                (
+                    "audit",
+                    f"{report['seconds']:.1f} s" + (" (cached)" if report.get("cached") else ""),
+                ),
+            ],
+        )
+    )
+    style = {True: "green", False: "bold red", None: "yellow"}[result.runs]
+    parts += [
+        Text(""),
+        _kv_table(
+            f"Verdict for {target.label}",
+            [
+                ("CPU", Text(result.cpu, style=style)),
+                ("glibc", result.glibc),
+                ("CUDA", result.cuda),
+            ],
+        ),
+    ]
+    return Group(*parts)
+
+
+def _manifest_line(manifest: dict[str, Any] | None) -> str:
+    if not manifest:
+        return "none (not built by tfbuild)"
+    variant = manifest.get("variant", {})
+    return (
+        f"variant {variant.get('name')} ({variant.get('id')}), TensorFlow "
+        f"{manifest.get('tensorflow')} at {manifest.get('git_ref')}, configs "
+        f"{manifest.get('configs')}, copts {' '.join(manifest.get('copts') or []) or 'none'}"
+    )
+
+
+def _why_summary(why: dict[str, list[str]], flags: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for flag in flags:
+        reasons = why.get(flag, [])
+        kinds: dict[str, list[str]] = {}
+        for reason in reasons:
+            obj, _, kind = reason.partition(": ")
+            kinds.setdefault(kind.split(" (")[0], []).append(obj)
+        text = "; ".join(
+            f"{kind} in {len(objs)} object{'s' if len(objs) > 1 else ''} (e.g. {objs[0]})"
+            for kind, objs in kinds.items()
+        )
+        out.append((flag, text))
+    return out
+
+
+def _usage_table(report: dict[str, Any]) -> Table:
+    """One row per extension, summed over the wheel's objects."""
+    objects = [o for o in report["objects"] if o["usage"]]
+    total_functions = sum(o["functions"] for o in report["objects"]) or 1
+    baseline = report["baseline"]["why"]
+    order = {flag.cpuinfo: i for i, flag in enumerate(cpu.tf_flag_table().values())}
+    flags = sorted({f for o in objects for f in o["usage"]}, key=lambda f: (order.get(f, 99), f))
+    table = Table(
+        title=f"Instruction-set extensions in {len(report['objects'])} ELF objects "
+        f"({total_functions:,} functions)",
+        title_justify="left",
+    )
+    for column in ("extension", "instructions", "functions", "required", "mostly in", "e.g."):
+        table.add_column(
+            column,
+            justify="right" if column in ("instructions", "functions") else "left",
+            overflow="fold",
+        )
+    for f in flags:
+        users = [(o["usage"][f], o["path"]) for o in objects if f in o["usage"]]
+        instructions = sum(u["instructions"] for u, _ in users)
+        functions = sum(u["functions"] for u, _ in users)
+        top = max(users, key=lambda item: item[0]["instructions"])
+        required = (
+            Text(
+                "yes: "
+                + ", ".join(sorted({r.partition(": ")[2].split(" (")[0] for r in baseline[f]})),
+                style="bold",
+            )
+            if f in baseline
+            else Text("no: dispatched", style="dim")
+        )
+        example = top[0]["examples"][0] if top[0]["examples"] else ""
+        table.add_row(
+            cpu.display_name(f),
+            f"{instructions:,}",
+            f"{functions / total_functions:.2%}",
+            required,
+            top[1].rsplit("/", 1)[-1],
+            example[:70],
+        )
+    return table
+
+
+def _cuda_line(cuda: dict[str, Any] | None) -> str:
+    if cuda is None:
+        return "no device code"
+    if not cuda["checked"]:
+        return "device code present; not checked (cuobjdump not found)"
+    return f"SASS {', '.join(cuda['sass']) or 'none'}; PTX {', '.join(cuda['ptx']) or 'none'}"

@@ -1,0 +1,87 @@
+"""The static audit against the ground truth: wheels run on CPUs emulated by qemu-user."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import require, run_tfbuild, toy_wheel
+
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def qemu() -> None:
+    require(shutil.which("qemu-x86_64") is not None, "qemu-user is not installed")
+
+
+def inspect(wheel: Path, cache: Path, *args: str) -> tuple[int, dict[str, object]]:
+    proc = run_tfbuild("inspect", str(wheel), "--json", "--cache-dir", str(cache), *args)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def verify(wheel: Path, cache: Path, *models: str) -> tuple[int, str]:
+    args = [a for m in models for a in ("--cpu", m)]
+    proc = run_tfbuild("verify", str(wheel), *args, "--cache-dir", str(cache), timeout=1800)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    ("variant", "needs", "on_haswell"),
+    [("avx2-fma", ["avx2", "fma"], True), ("avx512", ["avx512f"], False)],
+)
+def test_toy_wheels_audit_and_emulation_agree(
+    qemu: None, toy_store: Path, tmp_path: Path, variant: str, needs: list[str], on_haswell: bool
+) -> None:
+    """Built by `tfbuild build` with -mavx2 -mfma and with -mavx512f: the audit names exactly
+    those extensions, and Haswell-v1 runs the first and kills the second."""
+    wheel = toy_wheel(toy_store, variant)
+    code, report = inspect(wheel, tmp_path, "--cpu", "Haswell-v1")
+    baseline = report["baseline"]
+    assert isinstance(baseline, dict) and baseline["flags"] == needs
+    verdict = report["verdict"]
+    assert isinstance(verdict, dict)
+    assert verdict["runs"] is on_haswell and code == (0 if on_haswell else 6)
+    manifest = report["manifest"]
+    assert isinstance(manifest, dict) and manifest["variant"]["name"] == variant
+    code, out = verify(wheel, tmp_path, "Haswell-v1")
+    if on_haswell:
+        assert code == 0 and "Haswell-v1: passes" in out, out
+    else:
+        assert code == 6 and "Haswell-v1: dies with SIGILL" in out, out
+
+
+@pytest.mark.tf
+def test_stock_tensorflow_baseline_is_avx(qemu: None, tmp_path: Path) -> None:
+    """Stock tensorflow-cpu 2.21 carries AVX2 and AVX-512 kernels behind run-time dispatch, but
+    needs only AVX: it runs on SandyBridge and dies with SIGILL on Nehalem."""
+    (tmp_path / "matrix.yaml").write_text(
+        "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
+    )
+    store, cache = tmp_path / "wheels", tmp_path / "cache"
+    fetched = run_tfbuild("fetch", "--matrix", str(tmp_path / "matrix.yaml"), "--store", str(store))
+    assert fetched.returncode == 0, fetched.stderr
+    wheel = next(store.glob("*/*.whl"))
+    code, report = inspect(wheel, cache, "--cpu", "SandyBridge-v1")
+    baseline = report["baseline"]
+    assert isinstance(baseline, dict) and baseline["flags"] == ["avx"]
+    assert code == 0
+    used = {f for o in report["objects"] for f in o["usage"]}  # type: ignore[attr-defined]
+    assert {"avx2", "avx512f", "fma"} <= used  # present, dispatched
+    code, _ = inspect(wheel, cache, "--cpu", "Nehalem-v1")
+    assert code == 6
+    code, out = verify(wheel, cache, "SandyBridge-v1", "Nehalem-v1")
+    assert "SandyBridge-v1: passes" in out, out
+    assert "Nehalem-v1: dies with SIGILL" in out, out
+    assert code == 6
+
+
+def test_verify_says_how_to_get_qemu(tmp_path: Path) -> None:
+    wheel = tmp_path / "x-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"")
+    proc = run_tfbuild("verify", str(wheel), "--cpu", "Haswell-v1", env={"PATH": "/nonexistent"})
+    assert proc.returncode == 12
+    assert "apt-get install qemu-user" in proc.stderr and "Traceback" not in proc.stderr
