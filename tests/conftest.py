@@ -107,3 +107,10 @@ def toy_store(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 def toy_wheel(store: Path, variant: str) -> Path:
     return next((store / f"tf2.17-py3.11-{variant}").glob("*.whl"))
+
+
+@pytest.fixture(scope="session")
+def tf_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel store and runtime/audit cache shared by every test that installs TensorFlow:
+    each TensorFlow wheel is downloaded, installed and audited once per test session."""
+    return tmp_path_factory.mktemp("tf-workspace")

@@ -23,6 +23,7 @@ from tfbuild.errors import (
     MatrixError,
     NothingRan,
     RegressionFound,
+    StaleOutput,
     TfbuildError,
     UsageError,
 )
@@ -132,6 +133,7 @@ def cli() -> None:
     """Find which TensorFlow build, with which runtime settings, is fastest on this hardware.
 
     \b
+    tfbuild run        the whole loop: build or fetch, inspect, bench, compare, report
     tfbuild detect     what this machine is: CPU flags, level, -march, cores, GPUs, Docker
     tfbuild matrix     the variants x tunings of matrix.yaml, and which can run here
     tfbuild build      build source variants in Docker (prebuilt ones are fetched)
@@ -140,6 +142,8 @@ def cli() -> None:
     tfbuild verify     run a wheel on emulated CPU models (qemu-user): the ground truth
     tfbuild bench      measure every config with the fixed suite, in rounds, with an A/A control
     tfbuild compare    rank the configs with confidence intervals, tiers and a "use this" block
+    tfbuild index      a PEP 503 index over the wheel store, for pip --index-url
+    tfbuild ci github  the nightly GitHub Actions workflow for this matrix
     """
 
 
@@ -214,6 +218,12 @@ def detect(
 @host_option
 @selection_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (for CI fan-out).")
+@click.option(
+    "--latest",
+    is_flag=True,
+    help="Ask the package index for the newest TensorFlow release and what unpinned "
+    "requirements resolve to today.",
+)
 @debug_option
 def matrix_cmd(
     matrix_path: Path | None,
@@ -221,12 +231,13 @@ def matrix_cmd(
     only: tuple[str, ...],
     skip: tuple[str, ...],
     as_json: bool,
+    latest: bool,
 ) -> None:
     """List the variants x tunings of the matrix, resolved for this (or a saved) host.
 
     Shows each variant's source, TensorFlow and Python versions, compiler flags and bazel
     configs, and whether the host can run it (and why not); then the tunings with their
-    thread counts and environment resolved for the host.
+    thread counts and environment resolved for the host. --json adds the CI fan-out.
     """
     from tfbuild.plan import make_plan
     from tfbuild.report.terminal import plan_view
@@ -234,10 +245,43 @@ def matrix_cmd(
     matrix = _load_matrix(matrix_path)
     profile = _load_host(host_path)
     plan = make_plan(matrix, profile, only, skip)
+    document = plan.to_json()
+    if latest:
+        document["latest"] = _latest(matrix)
     if as_json:
-        click.echo(json.dumps(plan.to_json(), indent=2))
-    else:
-        _console().print(plan_view(plan))
+        click.echo(json.dumps(document, indent=2))
+        return
+    _console().print(plan_view(plan))
+    if latest:
+        info = document["latest"]
+        click.echo(
+            f"\nnewest TensorFlow on the index: {info['tensorflow']} ({info['project']}); "
+            f"source builds use {info['defaults']}"
+            + ("; a newer release is out" if info["newer_than_defaults"] else "")
+        )
+        for name, version in info["resolved"].items():
+            click.echo(f"{name}: the unpinned requirement resolves to {version} today")
+
+
+def _latest(matrix: Any) -> dict[str, Any]:
+    """The newest TensorFlow on the index, and what unpinned pypi variants resolve to."""
+    from packaging.version import Version
+
+    from tfbuild import pip
+
+    newest = pip.resolve("tensorflow-cpu", matrix.defaults.pip)
+    resolved = {
+        v.name: pip.resolve(v.requirement, matrix.defaults.pip).version
+        for v in matrix.variants
+        if v.source == "pypi" and v.tensorflow is None and v.requirement
+    }
+    return {
+        "tensorflow": newest.version,
+        "project": newest.name,
+        "defaults": matrix.defaults.tensorflow,
+        "newer_than_defaults": Version(newest.version) > Version(matrix.defaults.tensorflow),
+        "resolved": resolved,
+    }
 
 
 @cli.command()
@@ -270,6 +314,12 @@ def matrix_cmd(
     show_default=True,
     help="Variants built at the same time on the engine.",
 )
+@click.option(
+    "--bazel-cache",
+    envvar="TFBUILD_BAZEL_CACHE",
+    metavar="VOLUME_OR_PATH",
+    help="Override defaults.bazel.cache: a Docker volume name or an absolute path.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @debug_option
 def build(
@@ -283,6 +333,7 @@ def build(
     force: bool,
     tf_source: Path | None,
     jobs: int,
+    bazel_cache: str | None,
     quiet: bool,
 ) -> None:
     """Build wheels of source variants in Docker (bazel with their configs and copts).
@@ -302,6 +353,8 @@ def build(
     from tfbuild.store import WheelStore
 
     matrix = _load_matrix(matrix_path)
+    if bazel_cache:
+        matrix = _with_bazel_cache(matrix, bazel_cache)
     if variants:
         chosen = [matrix.variant(name) for name in variants]
     elif build_all or only or skip:
@@ -359,6 +412,22 @@ def build(
                     raise
     if failures:
         raise BuildFailed(f"{len(failures)} of {len(chosen)} builds failed; see above")
+
+
+def _with_bazel_cache(matrix: Any, cache: str) -> Any:
+    import dataclasses
+
+    from tfbuild.matrix import PATH_RE, VOLUME_RE
+
+    expanded = str(Path(cache).expanduser())
+    absolute = expanded.startswith("/") and PATH_RE.fullmatch(expanded)
+    if not (VOLUME_RE.fullmatch(expanded) or absolute):
+        raise UsageError(
+            f"--bazel-cache {cache!r}: expected a Docker volume name or an absolute path"
+        )
+    bazel = dataclasses.replace(matrix.defaults.bazel, cache=expanded)
+    defaults = dataclasses.replace(matrix.defaults, bazel=bazel)
+    return dataclasses.replace(matrix, defaults=defaults)
 
 
 def _print_dry_run(variant: Any, matrix: Any, host: Any, options: Any) -> None:
@@ -719,8 +788,9 @@ def verify(
     if as_json:
         from dataclasses import asdict
 
-        click.echo(json.dumps({"wheel": wheel.name, "results": [asdict(o) for o in outcomes]},
-                              indent=2))  # fmt: skip
+        click.echo(
+            json.dumps({"wheel": wheel.name, "results": [asdict(o) for o in outcomes]}, indent=2)
+        )
     else:
         for o in outcomes:
             click.echo(f"{o.model}: {o.message} ({o.seconds:.1f} s)")
@@ -844,6 +914,232 @@ def compare(
             f"{len(regressions)} slower than {fail_above} against {', '.join(map(str, against))}: "
             + names
         )
+
+
+@cli.command()
+@matrix_option
+@selection_options
+@store_option
+@click.option("--quick", is_flag=True, help="The suite's quick preset (3 rounds by default).")
+@click.option("--rounds", type=click.IntRange(1, 1000), help="Override the number of rounds.")
+@click.option("--seed", type=int, help="Seed for the run order (default: random, recorded).")
+@click.option("--cpus", help="Pin every benchmark process to these CPUs, e.g. 0 or 0,1.")
+@click.option(
+    "--runtime",
+    type=click.Choice(["auto", "local", "docker"]),
+    default="auto",
+    show_default=True,
+    help="auto: Docker for source builds when an engine is reachable, else local venvs.",
+)
+@click.option(
+    "--results",
+    "results_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default="results",
+    envvar="TFBUILD_RESULTS",
+    show_default=True,
+    help="Folder for the results file and report.html.",
+)
+@cache_option
+@click.option("--force", is_flag=True, help="Run wheels even when the audit says they cannot.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@debug_option
+def run(
+    matrix_path: Path | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    store_path: Path,
+    quick: bool,
+    rounds: int | None,
+    seed: int | None,
+    cpus: str | None,
+    runtime: str,
+    results_dir: Path,
+    cache_dir: Path | None,
+    force: bool,
+    quiet: bool,
+) -> None:
+    """The whole loop: which TensorFlow build and settings are fastest here, and will they run.
+
+    Detects this machine, plans the matrix, builds the source variants (when a Docker engine is
+    reachable; otherwise says once which were skipped and how to include them) or fetches the
+    prebuilt ones, audits every wheel (skipping those that cannot run here), benchmarks every
+    (variant, tuning) config, ranks them, writes RESULTS/<session>.html and prints the ranking
+    and the config to use.
+    """
+    import dataclasses
+
+    from tfbuild import compare as analysis
+    from tfbuild import engine, pipeline
+    from tfbuild.bench import runner
+    from tfbuild.bench.results import load
+    from tfbuild.progress import make_reporter
+    from tfbuild.report import comparison as views
+    from tfbuild.report.html import compare_html
+    from tfbuild.store import WheelStore, atomic_write_text
+
+    matrix = _load_matrix(matrix_path)
+    suite = matrix.suite.preset("quick" if quick else None)
+    if rounds is not None:
+        suite = dataclasses.replace(suite, rounds=rounds)
+    docker = engine.status()
+    workspace = runner.Workspace(
+        store=WheelStore(store_path),
+        cache_dir=cache_dir or _default_cache(),
+        results_dir=results_dir,
+        engine_reachable=docker.reachable,
+    )
+    options = runner.BenchOptions(
+        suite=suite,
+        preset="quick" if quick else None,
+        seed=seed,
+        cpus=_parse_cpus(cpus),
+        runtime=runtime,
+        refresh=False,
+        argv=tuple(sys.argv),
+        force=force,
+    )
+    reporter = make_reporter(quiet)
+    with reporter:
+        outcome = pipeline.run(
+            matrix, _load_host(None), docker, only, skip, options, workspace, reporter
+        )
+    document = load(outcome.results)
+    if not any(r["status"] == "ok" for r in document["runs"]):
+        raise NothingRan(f"no config could run; the reasons are recorded in {outcome.results}")
+    reports = analysis.analyse(analysis.load_sessions([outcome.results]))
+    html_path = outcome.results.with_suffix(".html")
+    atomic_write_text(html_path, compare_html(reports))
+    console = _console()
+    console.print(views.compare_view(reports))
+    console.print(f"\nresults: {outcome.results}\nreport:  {html_path}")
+    if outcome.skipped_builds:
+        console.print(pipeline.no_engine_message(outcome.skipped_builds, docker))
+
+
+@cli.command()
+@click.argument(
+    "store_path",
+    metavar="[STORE]",
+    required=False,
+    default="wheels",
+    type=click.Path(path_type=Path, file_okay=False),
+)
+@debug_option
+def index(store_path: Path) -> None:
+    """Write a PEP 503 simple index over every wheel in the store, at STORE/simple.
+
+    Links carry #sha256= fragments and data-requires-python, so a team can
+    `pip install --index-url file:///.../wheels/simple tensorflow-cpu==2.17.1+mkl.avx2`
+    or serve the folder with any static web server.
+    """
+    from tfbuild.store import write_index
+
+    if not store_path.is_dir():
+        raise UsageError(f"{store_path}: no such wheel store (build or fetch something first)")
+    indexed = write_index(store_path)
+    root = (store_path / "simple").resolve()
+    projects = sorted({p for p, _ in indexed})
+    click.echo(f"indexed {len(indexed)} wheels of {len(projects)} projects in {root}")
+    for project, wheel in indexed:
+        click.echo(f"  {project}: {wheel.name}")
+    click.echo(f"pip install --index-url {root.as_uri()}/ PROJECT==VERSION")
+
+
+@cli.group()
+def ci() -> None:
+    """Generate CI configuration for this matrix."""
+
+
+@ci.command()
+@matrix_option
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=".github/workflows/tfbuild-nightly.yml",
+    show_default=True,
+    help="Where to write the workflow.",
+)
+@click.option(
+    "--install", help="How the jobs install tfbuild (default: pip install tfbuild==VERSION)."
+)
+@click.option(
+    "--build-runner",
+    default="ubuntu-latest",
+    show_default=True,
+    help="Runner label for the build jobs.",
+)
+@click.option(
+    "--bench-runner",
+    "bench_runners",
+    multiple=True,
+    help="Runner label for a bench job (repeatable; default ubuntu-latest).",
+)
+@click.option(
+    "--fail-above",
+    default="5%",
+    show_default=True,
+    help="Regression threshold against the previous night.",
+)
+@click.option(
+    "--check", is_flag=True, help="Exit 13 if the file differs from what would be written."
+)
+@debug_option
+def github(
+    matrix_path: Path | None,
+    out: Path,
+    install: str | None,
+    build_runner: str,
+    bench_runners: tuple[str, ...],
+    fail_above: str,
+    check: bool,
+) -> None:
+    """Write the nightly GitHub Actions workflow: plan, build per source variant, bench per
+    runner, compare with a regression gate against the previous night."""
+    from tfbuild import ci as generator
+    from tfbuild.store import atomic_write_text
+
+    _fraction(fail_above)
+    matrix = _load_matrix(matrix_path)
+    shown = str(matrix_path) if matrix_path is not None else "matrix.yaml"
+    text = generator.render(
+        matrix,
+        shown,
+        str(out),
+        install,
+        build_runner,
+        bench_runners or ("ubuntu-latest",),
+        fail_above,
+    )
+    if check:
+        if not generator.is_current(out, text):
+            raise StaleOutput(
+                f"{out} is not what `tfbuild ci github` generates from {shown} now; "
+                f"regenerate it with `tfbuild ci github --out {out}`"
+            )
+        click.echo(f"{out} is current")
+        return
+    atomic_write_text(out, text)
+    click.echo(f"wrote {out}")
+
+
+@cli.command("base-image")
+@click.argument("tag", default="tfbuild/base:bookworm")
+@debug_option
+def base_image(tag: str) -> None:
+    """Make the Debian base image for build and runtime containers without a registry
+    (debootstrap + docker import; needs root and debootstrap)."""
+    import subprocess
+
+    from tfbuild.resources import data_path
+
+    script = data_path("make-base-image")
+    if os.geteuid() != 0:
+        raise UsageError(f"making {tag} needs root (debootstrap): run `sudo tfbuild base-image`")
+    click.echo(f"+ {script} {tag}", err=True)
+    proc = subprocess.run(["bash", str(script), tag], check=False)
+    if proc.returncode != 0:
+        raise BuildFailed(f"making the base image {tag} failed (exit {proc.returncode})")
 
 
 def _report(error: BaseException) -> None:

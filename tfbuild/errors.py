@@ -111,3 +111,9 @@ class ToolMissing(TfbuildError):
     """A command-line tool tfbuild needs for this command is not installed."""
 
     exit_code = 12
+
+
+class StaleOutput(TfbuildError):
+    """A generated file (the CI workflow) no longer matches what tfbuild generates now."""
+
+    exit_code = 13

@@ -122,7 +122,20 @@ class Plan:
                 {"key": c.key, "variant": c.variant.variant.name, "tuning": c.tuning.name}
                 for c in self.configs
             ],
+            "ci": ci_fanout(self.matrix),
         }
+
+
+def ci_fanout(matrix: Matrix) -> dict[str, Any]:
+    """The CI build fan-out: one job per source variant. Independent of the planning host,
+    since a CI runner builds every variant whatever CPU it has."""
+    return {
+        "build": {
+            "include": [
+                {"variant": v.name, "id": v.id} for v in matrix.variants if v.source == "bazel"
+            ]
+        }
+    }
 
 
 # --------------------------------------------------------------------------------------------

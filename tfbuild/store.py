@@ -75,3 +75,53 @@ class WheelStore:
 
     def write_manifest(self, variant_id: str, manifest: dict[str, Any]) -> None:
         atomic_write_json(self.manifest_path(variant_id), {"schema": MANIFEST_SCHEMA, **manifest})
+
+
+def write_index(root: Path) -> list[tuple[str, Path]]:
+    """A PEP 503 simple index over every wheel in the store, at ROOT/simple/.
+
+    Links are relative, carry #sha256= fragments and data-requires-python, so the folder works
+    with `pip install --index-url file:///.../simple` and behind any static web server.
+    Returns (project, wheel) pairs indexed.
+    """
+    import hashlib
+    import html
+    import shutil
+
+    from packaging.utils import canonicalize_name, parse_wheel_filename
+
+    from tfbuild.wheelfile import metadata
+
+    simple = root / "simple"
+    projects: dict[str, list[tuple[Path, str, str | None]]] = {}
+    for wheel in sorted(root.glob("*/*.whl")):
+        if wheel.parent.name == "simple" or wheel.parent.name.startswith("."):
+            continue
+        name = str(canonicalize_name(parse_wheel_filename(wheel.name)[0]))
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        requires = next(iter(metadata(wheel).get("Requires-Python", [])), None)
+        projects.setdefault(name, []).append((wheel, digest, requires))
+    page = (
+        '<!DOCTYPE html>\n<html><head><meta name="pypi:repository-version" content="1.0">'
+        "<title>Simple index</title></head><body>\n"
+    )
+    links = "".join(f'<a href="{html.escape(n)}/">{html.escape(n)}</a><br>\n' for n in projects)
+    atomic_write_text(simple / "index.html", page + links + "</body></html>\n")
+    for stale in simple.iterdir():
+        if stale.is_dir() and stale.name not in projects:
+            shutil.rmtree(stale)
+    indexed: list[tuple[str, Path]] = []
+    for project, wheels in projects.items():
+        rows = []
+        for wheel, digest, requires in wheels:
+            href = f"../../{wheel.parent.name}/{wheel.name}#sha256={digest}"
+            attribute = (
+                f' data-requires-python="{html.escape(requires, quote=True)}"' if requires else ""
+            )
+            rows.append(
+                f'<a href="{html.escape(href)}"{attribute}>{html.escape(wheel.name)}</a><br>\n'
+            )
+            indexed.append((project, wheel))
+        body = page.replace("Simple index", f"Links for {html.escape(project)}") + "".join(rows)
+        atomic_write_text(simple / project / "index.html", body + "</body></html>\n")
+    return indexed

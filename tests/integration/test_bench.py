@@ -25,9 +25,9 @@ TF = "tensorflow-cpu==2.21.0"
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Store and runtime cache shared by this module's sessions: TF is installed once."""
-    return tmp_path_factory.mktemp("bench")
+def workspace(tf_workspace: Path) -> Path:
+    """Store and runtime cache shared with the other TensorFlow tests: TF is installed once."""
+    return tf_workspace
 
 
 def write_matrix(folder: Path, text: str) -> Path:

@@ -1,0 +1,163 @@
+"""`tfbuild run` end to end, the PEP 503 index with a real pip, and the nightly workflow."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, run_tfbuild, toy_wheel
+from packaging.version import Version
+
+from tfbuild import pip as tfpip
+
+WORKFLOW = REPO / ".github" / "workflows" / "tfbuild-nightly.yml"
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) -> None:
+    """The default matrix, restricted to stock TF latest and 2.14 with two tunings, on local
+    venvs: the whole loop writes the report and prints the ranking."""
+    proc = run_tfbuild(
+        "run",
+        "--quick",
+        "--runtime",
+        "local",
+        "--only",
+        "stock*:default",
+        "--only",
+        "stock*:single-thread",
+        "--store",
+        str(tf_workspace / "wheels"),
+        "--cache-dir",
+        str(tf_workspace / "cache"),
+        "--results",
+        str(tmp_path / "results"),
+        cwd=REPO,
+        timeout=3600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    (results,) = (tmp_path / "results").glob("*.json")
+    report = results.with_suffix(".html")
+    assert report.exists() and report.read_text().count("data:image/png;base64,") == 2
+    document = json.loads(results.read_text())
+    assert {c["key"] for c in document["configs"]} == {
+        "stock:default",
+        "stock:single-thread",
+        "stock-2.14:default",
+        "stock-2.14:single-thread",
+        "stock:default~aa",
+    }
+    assert all(run["status"] == "ok" for run in document["runs"]) and len(document["runs"]) == 15
+    for config in ("stock-2.14:single-thread", "stock:single-thread"):
+        assert config in proc.stdout
+    assert "Ranking" in proc.stdout and "Use this" in proc.stdout
+    assert f"report:  {report}" in proc.stdout
+
+
+@pytest.mark.docker
+def test_pip_installs_from_the_generated_index(toy_store: Path, tmp_path: Path) -> None:
+    """A real `pip install --index-url file://...` picks the labelled wheel, by its sha256."""
+    store = tmp_path / "wheels"
+    shutil.copytree(toy_store, store, ignore=shutil.ignore_patterns("logs"))
+    proc = run_tfbuild("index", str(store))
+    assert proc.returncode == 0, proc.stderr
+    assert "indexed 2 wheels of 1 projects" in proc.stdout
+    page = (store / "simple" / "tfbuild-probe" / "index.html").read_text()
+    assert page.count("#sha256=") == 2 and "1.0.0+avx512" in page
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    report = tmp_path / "report.json"
+    install = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--isolated",
+            "--no-cache-dir",
+            "--index-url",
+            (store / "simple").resolve().as_uri() + "/",
+            "--report",
+            str(report),
+            "tfbuild-probe==1.0.0+avx2.fma",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert install.returncode == 0, install.stderr
+    (item,) = json.loads(report.read_text())["install"]
+    wheel = toy_wheel(toy_store, "avx2-fma")
+    assert item["download_info"]["archive_info"]["hashes"]["sha256"] == tfpip.sha256_of(wheel)
+    assert item["metadata"]["version"] == "1.0.0+avx2.fma"
+    version = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import importlib.metadata as m; print(m.version('tfbuild-probe'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert version == "1.0.0+avx2.fma"
+
+
+def test_committed_workflow_is_current_and_valid() -> None:
+    """Regenerated from matrix.yaml it is byte for byte the committed file, and it validates
+    against the GitHub workflow schema."""
+    relative = str(WORKFLOW.relative_to(REPO))
+    proc = run_tfbuild(
+        "ci", "github", "--install", "pip install .", "--out", relative, "--check", cwd=REPO
+    )
+    assert proc.returncode == 0, proc.stderr
+    checker = shutil.which("check-jsonschema")
+    assert checker, "pip install '.[test]' provides check-jsonschema"
+    valid = subprocess.run(
+        [checker, "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert valid.returncode == 0, valid.stdout + valid.stderr
+
+
+def test_workflow_fanout_is_the_matrix() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    planned = json.loads(run_tfbuild("matrix", "--json", cwd=REPO).stdout)
+    assert workflow["jobs"]["build"]["strategy"]["matrix"] == planned["ci"]["build"]
+    assert [v["variant"] for v in planned["ci"]["build"]["include"]] == [
+        "native",
+        "avx2-fma",
+        "mkl-avx2",
+        "avx512",
+        "cuda-sm90",
+    ]
+    assert workflow["on"]["schedule"][0]["cron"] == "0 3 * * *"
+    steps = json.dumps(workflow["jobs"]["compare"])
+    assert "--against previous-results/*.json --fail-above 5%" in steps
+
+
+def test_stale_workflow_is_detected(tmp_path: Path) -> None:
+    stale = tmp_path / "wf.yml"
+    stale.write_text(WORKFLOW.read_text().replace("avx2-fma", "avx2"))
+    proc = run_tfbuild(
+        "ci", "github", "--install", "pip install .", "--out", str(stale), "--check", cwd=REPO
+    )
+    assert proc.returncode == 13 and "regenerate it" in proc.stderr
+
+
+def test_matrix_latest_asks_the_real_index() -> None:
+    proc = run_tfbuild("matrix", "--latest", "--json", cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    latest = json.loads(proc.stdout)["latest"]
+    newest = Version(latest["tensorflow"])
+    assert newest >= Version("2.21.0")
+    assert latest["resolved"]["stock"] == latest["tensorflow"]
+    assert latest["newer_than_defaults"] == (newest > Version(latest["defaults"]))
