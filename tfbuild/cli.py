@@ -99,6 +99,58 @@ def store_option(f: F) -> F:
     )(f)
 
 
+def cache_option(f: F) -> F:
+    return click.option(
+        "--cache-dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        envvar="TFBUILD_CACHE_DIR",
+        help="Cache for runtimes and audits (default: ~/.cache/tfbuild).",
+    )(f)
+
+
+def session_options(f: F) -> F:
+    """Options shared by `bench` and `run`: suite size, order, pinning, runtime, outputs."""
+    decorators = [
+        click.option(
+            "--quick", is_flag=True, help="The suite's quick preset (3 rounds by default)."
+        ),
+        click.option(
+            "--rounds", type=click.IntRange(1, 1000), help="Override the number of rounds."
+        ),
+        click.option(
+            "--seed", type=int, help="Seed for the run order (default: random, recorded)."
+        ),
+        click.option("--cpus", help="Pin every benchmark process to these CPUs, e.g. 0 or 0,1."),
+        click.option(
+            "--runtime",
+            type=click.Choice(["auto", "local", "docker"]),
+            default="auto",
+            show_default=True,
+            help="auto: Docker for variants that ask for it (source builds) when an engine is "
+            "reachable, else local venvs.",
+        ),
+        click.option(
+            "--results",
+            "results_dir",
+            type=click.Path(path_type=Path, file_okay=False),
+            default="results",
+            envvar="TFBUILD_RESULTS",
+            show_default=True,
+            help="Folder for results files (and run's report.html).",
+        ),
+        cache_option,
+        click.option(
+            "--force",
+            is_flag=True,
+            help="Install and run wheels even when `tfbuild inspect` says they cannot run here.",
+        ),
+        click.option("-q", "--quiet", is_flag=True, help="No progress output."),
+    ]
+    for decorator in reversed(decorators):
+        f = decorator(f)
+    return f
+
+
 def _default_cache() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "tfbuild"
@@ -505,18 +557,8 @@ def _parse_cpus(value: str | None) -> tuple[int, ...] | None:
 @matrix_option
 @selection_options
 @store_option
-@click.option("--quick", is_flag=True, help="Use the suite's quick preset (3 rounds by default).")
+@session_options
 @click.option("--preset", help="Use this suite preset from matrix.yaml.")
-@click.option("--rounds", type=click.IntRange(1, 1000), help="Override the number of rounds.")
-@click.option("--seed", type=int, help="Seed for the run order (default: random, recorded).")
-@click.option("--cpus", help="Pin every benchmark process to these CPUs, e.g. 0 or 0,1.")
-@click.option(
-    "--runtime",
-    type=click.Choice(["auto", "local", "docker"]),
-    default="auto",
-    show_default=True,
-    help="auto: Docker for variants that ask for it when an engine is reachable, else local.",
-)
 @click.option(
     "--timeout",
     type=float,
@@ -531,32 +573,11 @@ def _parse_cpus(value: str | None) -> tuple[int, ...] | None:
     help="Continue an interrupted session from its results file.",
 )
 @click.option(
-    "--results",
-    "results_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default="results",
-    envvar="TFBUILD_RESULTS",
-    show_default=True,
-    help="Folder for results files.",
-)
-@click.option(
-    "--cache-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    envvar="TFBUILD_CACHE_DIR",
-    help="Runtime cache (default: ~/.cache/tfbuild).",
-)
-@click.option(
     "--container-cpus",
     type=click.FloatRange(0.01, 1024),
     help="CPU limit for benchmark containers (docker --cpus).",
 )
 @click.option("--memory", metavar="SIZE", help="Memory limit for benchmark containers, e.g. 8g.")
-@click.option(
-    "--force",
-    is_flag=True,
-    help="Install and run wheels even when `tfbuild inspect` says they cannot run here.",
-)
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @debug_option
 def bench(
     matrix_path: Path | None,
@@ -586,8 +607,6 @@ def bench(
     seeded shuffled order, with the baseline run twice (the A/A control). Every raw sample goes
     to RESULTS/<session>.json, rewritten after each finished run; --resume continues it.
     """
-    import dataclasses
-
     from tfbuild import engine
     from tfbuild.bench import runner
     from tfbuild.bench.results import load
@@ -595,56 +614,84 @@ def bench(
     from tfbuild.plan import make_plan
     from tfbuild.progress import make_reporter
     from tfbuild.report.terminal import bench_view
-    from tfbuild.store import WheelStore
 
     if quick and preset:
         raise UsageError("--quick is the preset named quick; give --quick or --preset")
-    workspace = runner.Workspace(
-        store=WheelStore(store_path),
-        cache_dir=cache_dir or _default_cache(),
-        results_dir=results_dir,
-        engine_reachable=engine.status().reachable,
-    )
+    workspace = _workspace(store_path, cache_dir, results_dir, engine.status().reachable)
     reporter = make_reporter(quiet)
     if resume is not None:
         with reporter:
             path = runner.resume_session(resume, workspace, reporter)
     else:
         matrix = _load_matrix(matrix_path)
-        preset_name = "quick" if quick else preset
-        suite = matrix.suite.preset(preset_name)
-        if rounds is not None:
-            suite = dataclasses.replace(suite, rounds=rounds)
         plan = make_plan(matrix, _load_host(None), only, skip)
-        options = runner.BenchOptions(
-            suite=suite,
-            preset=preset_name,
-            seed=seed,
-            cpus=_parse_cpus(cpus),
-            runtime=runtime,
+        options = _bench_options(
+            matrix,
+            "quick" if quick else preset,
+            rounds,
+            seed,
+            cpus,
+            runtime,
+            force,
             timeout=timeout,
             refresh=refresh,
-            argv=tuple(sys.argv),
             container_cpus=container_cpus,
             memory=memory,
-            force=force,
         )
         with reporter:
             path = runner.run_session(plan, options, workspace, reporter)
     document = load(path)
     if not quiet:
         _console().print(bench_view(summarise(document), path))
+    _require_measurements(document, path)
+
+
+def _workspace(
+    store_path: Path, cache_dir: Path | None, results_dir: Path, engine_reachable: bool
+) -> Any:
+    from tfbuild.bench import runner
+    from tfbuild.store import WheelStore
+
+    return runner.Workspace(
+        store=WheelStore(store_path),
+        cache_dir=cache_dir or _default_cache(),
+        results_dir=results_dir,
+        engine_reachable=engine_reachable,
+    )
+
+
+def _bench_options(
+    matrix: Any,
+    preset: str | None,
+    rounds: int | None,
+    seed: int | None,
+    cpus: str | None,
+    runtime: str,
+    force: bool,
+    **extra: Any,
+) -> Any:
+    import dataclasses
+
+    from tfbuild.bench import runner
+
+    suite = matrix.suite.preset(preset)
+    if rounds is not None:
+        suite = dataclasses.replace(suite, rounds=rounds)
+    return runner.BenchOptions(
+        suite=suite,
+        preset=preset,
+        seed=seed,
+        cpus=_parse_cpus(cpus),
+        runtime=runtime,
+        argv=tuple(sys.argv),
+        force=force,
+        **extra,
+    )
+
+
+def _require_measurements(document: dict[str, Any], path: Path) -> None:
     if not any(run["status"] == "ok" for run in document["runs"]):
         raise NothingRan(f"no config could run; the reasons are recorded in {path}")
-
-
-def cache_option(f: F) -> F:
-    return click.option(
-        "--cache-dir",
-        type=click.Path(path_type=Path, file_okay=False),
-        envvar="TFBUILD_CACHE_DIR",
-        help="Cache for runtimes and audits (default: ~/.cache/tfbuild).",
-    )(f)
 
 
 def _wheel_argument(
@@ -920,29 +967,7 @@ def compare(
 @matrix_option
 @selection_options
 @store_option
-@click.option("--quick", is_flag=True, help="The suite's quick preset (3 rounds by default).")
-@click.option("--rounds", type=click.IntRange(1, 1000), help="Override the number of rounds.")
-@click.option("--seed", type=int, help="Seed for the run order (default: random, recorded).")
-@click.option("--cpus", help="Pin every benchmark process to these CPUs, e.g. 0 or 0,1.")
-@click.option(
-    "--runtime",
-    type=click.Choice(["auto", "local", "docker"]),
-    default="auto",
-    show_default=True,
-    help="auto: Docker for source builds when an engine is reachable, else local venvs.",
-)
-@click.option(
-    "--results",
-    "results_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default="results",
-    envvar="TFBUILD_RESULTS",
-    show_default=True,
-    help="Folder for the results file and report.html.",
-)
-@cache_option
-@click.option("--force", is_flag=True, help="Run wheels even when the audit says they cannot.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@session_options
 @debug_option
 def run(
     matrix_path: Path | None,
@@ -967,46 +992,25 @@ def run(
     (variant, tuning) config, ranks them, writes RESULTS/<session>.html and prints the ranking
     and the config to use.
     """
-    import dataclasses
-
     from tfbuild import compare as analysis
     from tfbuild import engine, pipeline
-    from tfbuild.bench import runner
     from tfbuild.bench.results import load
     from tfbuild.progress import make_reporter
     from tfbuild.report import comparison as views
     from tfbuild.report.html import compare_html
-    from tfbuild.store import WheelStore, atomic_write_text
+    from tfbuild.store import atomic_write_text
 
     matrix = _load_matrix(matrix_path)
-    suite = matrix.suite.preset("quick" if quick else None)
-    if rounds is not None:
-        suite = dataclasses.replace(suite, rounds=rounds)
     docker = engine.status()
-    workspace = runner.Workspace(
-        store=WheelStore(store_path),
-        cache_dir=cache_dir or _default_cache(),
-        results_dir=results_dir,
-        engine_reachable=docker.reachable,
-    )
-    options = runner.BenchOptions(
-        suite=suite,
-        preset="quick" if quick else None,
-        seed=seed,
-        cpus=_parse_cpus(cpus),
-        runtime=runtime,
-        refresh=False,
-        argv=tuple(sys.argv),
-        force=force,
-    )
+    workspace = _workspace(store_path, cache_dir, results_dir, docker.reachable)
+    options = _bench_options(matrix, "quick" if quick else None, rounds, seed, cpus, runtime, force)
     reporter = make_reporter(quiet)
     with reporter:
         outcome = pipeline.run(
             matrix, _load_host(None), docker, only, skip, options, workspace, reporter
         )
     document = load(outcome.results)
-    if not any(r["status"] == "ok" for r in document["runs"]):
-        raise NothingRan(f"no config could run; the reasons are recorded in {outcome.results}")
+    _require_measurements(document, outcome.results)
     reports = analysis.analyse(analysis.load_sessions([outcome.results]))
     html_path = outcome.results.with_suffix(".html")
     atomic_write_text(html_path, compare_html(reports))

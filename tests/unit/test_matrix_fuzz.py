@@ -122,7 +122,9 @@ def check(text: str) -> None:
         parse_matrix(text, "m.yaml", Path("/tmp"))
     except MatrixError as error:
         assert error.problems
-        last_line = text.count("\n") + 2
+        # YAML's line breaks: LF, CR, CRLF, NEL, LS, PS
+        breaks = text.replace("\r\n", "\n")
+        last_line = sum(breaks.count(c) for c in "\n\r\x85\u2028\u2029") + 2
         for problem in error.problems:
             assert 1 <= problem.line <= last_line, problem
             assert problem.column >= 1
