@@ -66,7 +66,7 @@ def inspect_wheel(
     wheel: Path, cache_dir: Path | None, refresh: bool = False, workers: int | None = None
 ) -> dict[str, Any]:
     """The audit report of a wheel, from the cache when this wheel was audited before."""
-    digest = pip.sha256_of(wheel)
+    digest = _digest(wheel, cache_dir)
     cached = cache_path(cache_dir, digest) if cache_dir else None
     if cached is not None and cached.exists() and not refresh:
         report: dict[str, Any] = json.loads(cached.read_text(encoding="utf-8"))
@@ -93,6 +93,24 @@ def demangle(names: list[str]) -> list[str]:
     )
     out = proc.stdout.splitlines()
     return out if proc.returncode == 0 and len(out) == len(names) else names
+
+
+def _digest(wheel: Path, cache_dir: Path | None) -> str:
+    """The wheel's sha256, remembered by path, size and mtime (hashing a TensorFlow wheel
+    takes longer than reading a cached report)."""
+    if cache_dir is None:
+        return pip.sha256_of(wheel)
+    stat = wheel.stat()
+    key = f"{wheel.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    index = cache_dir / "inspect" / "sha256.json"
+    try:
+        known: dict[str, str] = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if key not in known:
+        known[key] = pip.sha256_of(wheel)
+        atomic_write_json(index, known)
+    return known[key]
 
 
 def build_report(
