@@ -13,6 +13,7 @@ from conftest import FIXTURES
 
 from tfbuild import host
 from tfbuild.bench.suite import BENCHMARKS as SUITE
+from tfbuild.compare import HostReport
 
 BENCHMARKS = ("gru-keras", "matmul-pinned", "input-fed")
 UNITS = {name: b.unit for name, b in SUITE.items()}
@@ -38,13 +39,14 @@ def session(
     aa: bool = True,
     aa_effect: float = 1.0,
     session_id: str | None = None,
+    noise_of: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """A results document: the baseline plus one config per `effects` entry.
 
     `effects` maps a config key ("variant:tuning") to its speed relative to the baseline, for
     all benchmarks or per benchmark. Each config's round value carries lognormal noise with
-    sigma `noise`; a drift shared by all configs of a round stands for a machine that speeds up
-    and slows down (pairing by round must cancel it).
+    sigma `noise` (or `noise_of[key]`); a drift shared by all configs of a round stands for a
+    machine that speeds up and slows down (pairing by round must cancel it).
     """
     rng = random.Random(seed)
     keys = [BASELINE, *effects] + ([BASELINE + "~aa"] if aa else [])
@@ -78,10 +80,11 @@ def session(
                 if key != BASELINE
                 else 1.0
             )
+            sigma = (noise_of or {}).get(key, noise)
             benches = {}
             for b in benchmarks:
                 factor = effect if isinstance(effect, float | int) else effect.get(b, 1.0)
-                level = 1000.0 * factor * pow(2.718281828, drift + rng.gauss(0, noise))
+                level = 1000.0 * factor * pow(2.718281828, drift + rng.gauss(0, sigma))
                 samples = [
                     {
                         "wall_s": 0.3,
@@ -180,3 +183,15 @@ def session(
 def write(path: Path, document: dict[str, Any]) -> Path:
     path.write_text(json.dumps(document))
     return path
+
+
+def assert_coherent_tiers(report: HostReport) -> None:
+    """Tiers are consecutive runs of the ranking, and the baseline's tier holds only configs
+    that tie with it."""
+    tier_of = {c: i for i, tier in enumerate(report.tiers) for c in tier}
+    order = [tier_of[e.config] for e in report.ranking]
+    assert order == sorted(order), order
+    assert sorted(tier_of) == sorted(e.config for e in report.ranking)
+    verdicts = {e.config: e.verdict for e in report.ranking}
+    base_tier = report.tiers[tier_of[report.baseline]]
+    assert all(verdicts[c] in ("tie", "baseline") for c in base_tier), base_tier

@@ -11,8 +11,9 @@ round ran every config once, in a shuffled order), on the log of the throughput 
 - a difference counts only if it is significant (Holm p < 0.05) and larger than the practical
   threshold: the larger of 2 % and the A/A spread, which is how far apart the baseline and its
   own copy came out (the far end of the A/A 95 % interval);
-- configs are ranked in tiers: each tier holds the best remaining config and every config that
-  cannot be told apart from it by the same rule, so ties are shown as ties.
+- configs are ranked in tiers: runs of consecutive configs in the ranking that no test by the
+  same rule can tell apart (Holm over a config's tests against the members of the current tier),
+  so ties are shown as ties and a tier never holds two configs known to differ.
 
 Sessions from the same host are pooled (rounds stay paired within their session); different
 hosts are analysed separately and reported side by side.
@@ -29,6 +30,7 @@ from typing import Any
 
 from tfbuild import stats
 from tfbuild.bench import results
+from tfbuild.bench.suite import CONTRASTS
 from tfbuild.errors import ResultsError
 
 OVERALL = "overall"
@@ -130,6 +132,9 @@ class HostReport:
     tiers: list[list[str]]
     failures: list[Failure]
     choice: Choice | None
+    contrasts: list[Estimate]
+    """The seed experiments inside the recommended config: one benchmark of the suite against
+    its counterpart (Estimate.benchmark names the contrast)."""
     medians: dict[tuple[str, str], float]
     round_values: dict[tuple[str, str], list[float]] = field(repr=False)
     samples: dict[tuple[str, str], list[float]] = field(repr=False)
@@ -291,22 +296,84 @@ def _tiers(
     ranking: Sequence[Estimate],
     benchmarks: Sequence[str],
     threshold: float,
+    baseline: str,
 ) -> list[list[str]]:
-    """Greedy tiers: the best remaining config leads, and takes every config it cannot be told
-    apart from (Holm over the configs compared with that leader)."""
-    remaining = [e.config for e in ranking]
+    """Tiers are runs of consecutive configs in the ranking that cannot be told apart: a config
+    joins the current tier only if it ties with every config already in it, else it opens the
+    next tier. Against the baseline the ranking's own verdict holds, so a config that is
+    measurably slower or faster than the baseline never shares its tier."""
+    verdicts = {e.config: e.verdict for e in ranking}
+    levels = {e.config: _overall_levels(table, e.config, benchmarks) for e in ranking}
     tiers: list[list[str]] = []
-    while remaining:
-        leader, others = remaining[0], remaining[1:]
-        estimates = compare_to(table, others, leader, benchmarks, defaultdict(lambda: threshold))
-        tier = [leader] + [
-            c
-            for c in others
-            if (c, OVERALL) not in estimates or estimates[(c, OVERALL)].verdict == "tie"
-        ]
-        tiers.append(tier)
-        remaining = [c for c in remaining if c not in tier]
+    for estimate in ranking:
+        config = estimate.config
+        if config == baseline:
+            joins = bool(tiers) and all(verdicts[m] == "tie" for m in tiers[-1])
+        elif tiers and baseline in tiers[-1] and verdicts[config] != "tie":
+            joins = False
+        else:
+            joins = bool(tiers) and _ties_with_all(
+                config, [m for m in tiers[-1] if m != baseline], levels, threshold
+            )
+        if joins:
+            tiers[-1].append(config)
+        else:
+            tiers.append([config])
     return tiers
+
+
+def _overall_levels(
+    table: Mapping[tuple[str, str], Mapping[RoundKey, float]],
+    config: str,
+    benchmarks: Sequence[str],
+) -> dict[RoundKey, float]:
+    """round -> the mean log throughput over the benchmarks, for rounds that ran them all: the
+    difference of two configs' levels is their overall paired log ratio (see paired_logs)."""
+    per_round: dict[RoundKey, list[float]] = defaultdict(list)
+    for bench in benchmarks:
+        for key, value in table.get((config, bench), {}).items():
+            per_round[key].append(math.log(value))
+    return {k: sum(v) / len(v) for k, v in per_round.items() if len(v) == len(benchmarks)}
+
+
+def _ties_with_all(
+    config: str,
+    members: Sequence[str],
+    levels: Mapping[str, Mapping[RoundKey, float]],
+    threshold: float,
+) -> bool:
+    """Whether `config` ties with every member: paired tests overall, Holm over the members."""
+    tests = []
+    mine = levels[config]
+    for member in members:
+        theirs = levels[member]
+        logs = [mine[k] - theirs[k] for k in sorted(set(mine) & set(theirs))]
+        if len(logs) >= 2:
+            tests.append(_estimate(config, OVERALL, logs, threshold)[1])
+    adjusted = stats.holm([e.p for e in tests])
+    return all(_decide(e, p).verdict == "tie" for e, p in zip(tests, adjusted, strict=True))
+
+
+def _contrasts(
+    table: Mapping[tuple[str, str], Mapping[RoundKey, float]],
+    config: str,
+    thresholds: Mapping[str, float],
+) -> list[Estimate]:
+    """Within one config, each seed experiment's pair of benchmarks, paired by round; Holm over
+    the experiments; the practical threshold is the larger of the pair's."""
+    family = []
+    for contrast in CONTRASTS:
+        mine = table.get((config, contrast.faster_if), {})
+        theirs = table.get((config, contrast.than), {})
+        logs = [math.log(mine[k] / theirs[k]) for k in sorted(set(mine) & set(theirs))]
+        if len(logs) >= 2:
+            threshold = max(
+                thresholds.get(contrast.faster_if, MIN_THRESHOLD),
+                thresholds.get(contrast.than, MIN_THRESHOLD),
+            )
+            family.append(_estimate(config, contrast.name, logs, threshold)[1])
+    adjusted = stats.holm([e.p for e in family])
+    return [_decide(e, p) for e, p in zip(family, adjusted, strict=True)]
 
 
 def _failures(sessions: Sequence[Session]) -> list[Failure]:
@@ -344,10 +411,16 @@ def _choice(
     best = ranking[0]
     if baseline in tiers[0]:
         key = baseline
-        reason = (
-            f"no config is measurably faster than the baseline {baseline} here: every config "
-            "in the top tier is within noise of it, so the baseline is the safe choice"
-        )
+        if len(tiers[0]) == 1:
+            reason = (
+                f"the baseline {baseline} is the fastest config here: every other config is "
+                "measurably slower"
+            )
+        else:
+            reason = (
+                f"no config is measurably faster than the baseline {baseline} here: every config "
+                "in the top tier is within noise of it, so the baseline is the safe choice"
+            )
         ratio: float | None = 1.0
     else:
         key = best.config
@@ -445,7 +518,8 @@ def analyse_host(sessions: Sequence[Session]) -> HostReport:
     if not any((baseline, b) in table for b in benchmarks):
         ranking = ranked
         warnings.append(f"the baseline {baseline} has no results: nothing can be ranked against it")
-    tiers = _tiers(table, ranking, benchmarks, thresholds[OVERALL])
+    tiers = _tiers(table, ranking, benchmarks, thresholds[OVERALL], baseline)
+    choice = _choice(ranking, tiers, baseline, configs, variants)
     medians = {key: stats.median(list(v.values())) for key, v in table.items() if v}
     return HostReport(
         host=first["host"],
@@ -463,7 +537,8 @@ def analyse_host(sessions: Sequence[Session]) -> HostReport:
         ranking=ranking,
         tiers=tiers,
         failures=_failures(sessions),
-        choice=_choice(ranking, tiers, baseline, configs, variants),
+        choice=choice,
+        contrasts=_contrasts(table, choice.config if choice else baseline, thresholds),
         medians=medians,
         round_values={key: list(v.values()) for key, v in table.items()},
         samples=raw_samples(sessions),

@@ -85,6 +85,9 @@ def test_payload_and_suite_agree() -> None:
     assert tuple(suite.BENCHMARKS) == payload.BENCHMARKS
     assert set(payload.ITERATIONS) == set(payload.BUILDERS) == set(payload.BENCHMARKS)
     assert suite.SUITE_VERSION == payload.SUITE_VERSION
+    for contrast in suite.CONTRASTS:  # a ratio of throughputs needs one unit for both ways
+        faster_if, than = suite.BENCHMARKS[contrast.faster_if], suite.BENCHMARKS[contrast.than]
+        assert faster_if.unit == than.unit, contrast
 
 
 def test_payload_imports_only_stdlib_numpy_tensorflow() -> None:
@@ -141,7 +144,10 @@ def synthetic_document(ratio: float = 1.0) -> dict[str, Any]:
         },
         "suite": {"benchmarks": ["matmul-fed"], "units": {"matmul-fed": "GFLOP/s"}},
         "baseline": {"config": "a:t", "aa_config": "a:t~aa"},
-        "configs": [{"key": k, "peak": {"gflops": 200.0}} for k in ("a:t", "b:t", "a:t~aa")],
+        "configs": [
+            {"key": k, "peak": {"gflops": 200.0, "assumptions": "2 cores x 3.13 GHz x 16 x 2"}}
+            for k in ("a:t", "b:t", "a:t~aa")
+        ],
         "failures": [{"variant": "c", "stage": "plan", "reason": "needs AVX512F"}],
         "runs": runs,
     }
@@ -156,6 +162,10 @@ def test_summary_arithmetic() -> None:
     assert s.elapsed_s == 600 and s.runs == 12
     assert s.failures == [("c", "plan: needs AVX512F")]
     assert s.peak["a:t"] == 200.0
+    assert s.peak_note == (
+        "pk = share of the theoretical FP32 peak, for a:t: "
+        "200 GFLOP/s = 2 cores x 3.13 GHz x 16 x 2"
+    )
 
 
 def test_results_load_refuses_other_files(tmp_path: Path) -> None:

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, require, run_tfbuild
-from synthetic import session, write
+from synthetic import assert_coherent_tiers, session, write
+
+from tfbuild.compare import Session, analyse_host
 
 GOLDEN = FIXTURES / "results"
 REAL = GOLDEN / "session-2x2-10rounds.json"
@@ -53,6 +55,22 @@ def test_real_session_findings() -> None:
     assert host["aa"]["overall"]["verdict"] == "tie"
 
 
+def test_tiers_of_a_real_quick_session_on_the_default_matrix() -> None:
+    """`tfbuild run --quick` on the default matrix (4 prebuilt variants x 4 tunings, 3 rounds):
+    wide intervals at the top must not put a config measurably slower than the baseline in the
+    baseline's tier, and the tiers follow the ranking."""
+    path = GOLDEN / "session-default-quick.json"
+    report = analyse_host([Session(path, json.loads(path.read_text()))])
+    assert len(report.ranking) == 16 and report.rounds == 3
+    assert_coherent_tiers(report)
+    verdicts = {e.config: e.verdict for e in report.ranking}
+    assert verdicts["intel-avx512-2.14:single-thread"] == "slower"
+    assert set(report.tiers[-1]) == {
+        f"{v}:single-thread" for v in ("stock", "stock-2.14", "intel-2.14", "intel-avx512-2.14")
+    }
+    assert report.aa["overall"].verdict == "tie"
+
+
 def test_use_this_block_names_env_and_threading(tmp_path: Path) -> None:
     doc = session({"fast:single": 1.3}, seed=2)
     proc = compare(str(write(tmp_path / "s.json", doc)))
@@ -62,6 +80,23 @@ def test_use_this_block_names_env_and_threading(tmp_path: Path) -> None:
     assert "export OMP_NUM_THREADS=1" in use
     assert "tf.config.threading.set_intra_op_parallelism_threads(1)" in use
     assert "pip install wheels/tf2.21-py3.11-fast/fast-2.21.0-py3-none-any.whl" in use
+
+
+@pytest.mark.parametrize(
+    ("effect", "expected"),
+    [
+        (0.7, "the baseline base:default is the fastest config here: every other config is"),
+        (1.0, "no config is measurably faster than the baseline base:default here"),
+    ],
+)
+def test_use_this_keeps_the_baseline_and_says_why(
+    tmp_path: Path, effect: float, expected: str
+) -> None:
+    doc = session({"other:default": effect}, seed=4)
+    proc = compare(str(write(tmp_path / "s.json", doc)))
+    assert proc.returncode == 0, proc.stderr
+    use = " ".join(proc.stdout.split("Use this", 1)[1].split())
+    assert f"Use base with tuning default: {expected}" in use
 
 
 def test_failed_configs_are_listed(tmp_path: Path) -> None:
@@ -188,6 +223,7 @@ def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
     html = report.read_text()
     assert html.count('src="data:image/png;base64,') == 2
     assert "<script" not in html  # self-contained, static
+    assert "<h3>Seed experiments</h3>" in html
     checked = tmp_path / "checked.html"
     checked.write_text(html.replace("<head>", "<head>" + CHECK, 1))
     flags = [
@@ -213,7 +249,7 @@ def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
     assert match, dom.stderr[-2000:]
     result = json.loads(match.group(1).replace("&quot;", '"'))
     assert result == {"images": 2, "broken": 0, "errors": [], "tables": result["tables"]}
-    assert result["tables"] >= 4
+    assert result["tables"] >= 5  # ranking, per benchmark, seed experiments, host, builds
     screenshot = tmp_path / "report.png"
     subprocess.run(
         [browser, *flags, "--window-size=1280,2400", f"--screenshot={screenshot}", report.as_uri()],

@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 import scipy.special
 import scipy.stats
-from synthetic import BASELINE, session
+from synthetic import BASELINE, assert_coherent_tiers, session
 
 from tfbuild import stats
+from tfbuild.bench.suite import BENCHMARKS as SUITE
+from tfbuild.bench.suite import CONTRASTS
 from tfbuild.compare import OVERALL, HostReport, Session, analyse_host
 
 DFS = [1, 2, 3, 5, 9, 14, 29, 100, 1000, 7.3, 17.8]
@@ -120,10 +122,47 @@ def test_ties_are_tied_and_tiers_follow_effects() -> None:
     assert verdicts["same:default"] == verdicts["twin:default"] == "tie"
     assert verdicts["fast:default"] == "faster" and verdicts["slow:default"] == "slower"
     tiers = report.tiers
+    assert_coherent_tiers(report)
     assert tiers[0] == ["fast:default"]
     assert set(tiers[1]) == {BASELINE, "same:default", "twin:default"}
     assert tiers[2] == ["slow:default"]
     assert report.choice is not None and report.choice.config == "fast:default"
+
+
+def test_a_noisy_leader_does_not_pull_a_slower_config_into_the_baseline_tier() -> None:
+    """A wide-interval config at the top cannot be told apart from anything; the tiers must
+    still not put a config measurably slower than the baseline next to it."""
+    split = 0
+    for seed in range(20):
+        report = analyse(
+            session(
+                {"noisy:default": 1.05, "slow:default": 0.75},
+                noise_of={"noisy:default": 0.25},
+                noise=0.01,
+                rounds=3,
+                seed=seed,
+            )
+        )
+        assert_coherent_tiers(report)
+        verdicts = {e.config: e.verdict for e in report.ranking}
+        if verdicts["slow:default"] == "slower":
+            split += 1
+            assert report.tiers[-1] == ["slow:default"]
+    assert split >= 15, split
+
+
+def test_seed_experiments_are_measured_within_the_recommended_config() -> None:
+    """The hand-built unrolled GRU runs 25 % faster than the Keras layer inside the winning
+    config; nothing else differs within it."""
+    fast = {"gru-keras": 1.2, "gru-static": 1.5, "gru-dynamic": 1.5}
+    report = analyse(session({"fast:default": fast}, benchmarks=tuple(SUITE), seed=6))
+    assert report.choice is not None and report.choice.config == "fast:default"
+    by_name = {e.benchmark: e for e in report.contrasts}
+    assert [c.name for c in CONTRASTS] == list(by_name)
+    unrolled = by_name[CONTRASTS[0].name]
+    assert unrolled.config == "fast:default" and unrolled.verdict == "faster"
+    assert unrolled.low < 1.25 < unrolled.high
+    assert [e.verdict for e in report.contrasts[1:]] == ["tie", "tie", "tie"]
 
 
 def test_choice_stays_with_baseline_when_nothing_is_faster() -> None:

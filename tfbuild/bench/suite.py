@@ -35,3 +35,42 @@ BENCHMARKS: dict[str, Benchmark] = {
         ),
     )
 }
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """Two benchmarks of the suite that do the same work two ways, in the same unit: their
+    ratio within one config is the experiment of a seed write-up."""
+
+    name: str
+    faster_if: str
+    than: str
+    seed: str
+
+
+CONTRASTS: tuple[Contrast, ...] = (
+    Contrast(
+        "hand-built GRU, unrolled, vs the Keras GRU layer",
+        "gru-static",
+        "gru-keras",
+        "seed 000: the hand-built GRU ran 1.4x faster than GRUCell + dynamic_rnn",
+    ),
+    Contrast(
+        "hand-built GRU, symbolic loop vs unrolled",
+        "gru-dynamic",
+        "gru-static",
+        "seed 000: static_rnn instead of dynamic_rnn for a speed boost",
+    ),
+    Contrast(
+        "matmul, operands resident as variables vs fed from numpy",
+        "matmul-pinned",
+        "matmul-fed",
+        "seed 004: on a GPU, over 70 % of the time went to copying operands",
+    ),
+    Contrast(
+        "minibatches sliced from a constant vs fed from numpy",
+        "input-pinned",
+        "input-fed",
+        "seed 003: on a GPU, keep the dataset resident and slice it",
+    ),
+)

@@ -31,6 +31,8 @@ class Summary:
     """Harness time between timed samples, as a fraction of timed time."""
     peak: dict[str, float]
     """config -> theoretical FP32 peak (GFLOP/s) for the cores it may use."""
+    peak_note: str | None
+    """How the baseline config's peak was worked out (cores, clock and its source, lanes)."""
     failures: list[tuple[str, str]]
     elapsed_s: float | None
     """Wall time of the whole session, from its start to its last write."""
@@ -81,6 +83,15 @@ def summarise(document: dict[str, Any]) -> Summary:
         aa_ratio=aa_ratio,
         overhead=gaps / timed if timed else None,
         peak={c["key"]: c["peak"]["gflops"] for c in document["configs"] if c.get("peak")},
+        peak_note=next(
+            (
+                f"pk = share of the theoretical FP32 peak, for {c['key']}: "
+                f"{c['peak']['gflops']:.0f} GFLOP/s = {c['peak']['assumptions']}"
+                for c in document["configs"]
+                if c["key"] == base and c.get("peak")
+            ),
+            None,
+        ),
         failures=failures,
         elapsed_s=_elapsed(document["session"]),
         runs=len(document["runs"]),

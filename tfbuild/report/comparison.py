@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from tfbuild.bench.suite import CONTRASTS
 from tfbuild.compare import OVERALL, Change, Estimate, HostReport
 
 COMPARE_SCHEMA = "tfbuild.compare/1"
@@ -69,6 +70,31 @@ def cell(r: HostReport, config: str, bench: str) -> str:
     return f"{e.ratio:.3f}{MARK[e.verdict]}"
 
 
+CONTRAST_HEADER = ("experiment", "ratio [95% CI]", "Holm p", "verdict", "what the write-up found")
+
+
+def contrast_title(r: HostReport) -> str:
+    config = r.choice.config if r.choice else r.baseline
+    return (
+        f"The seed experiments within {config} (throughput of the first way over the second, "
+        "paired by round)"
+    )
+
+
+def contrast_rows(r: HostReport) -> list[list[str]]:
+    seeds = {c.name: c.seed for c in CONTRASTS}
+    return [
+        [
+            e.benchmark,
+            f"{e.ratio:.3f}x [{e.low:.3f}, {e.high:.3f}]",
+            p_text(e),
+            e.verdict,
+            seeds[e.benchmark],
+        ]
+        for e in r.contrasts
+    ]
+
+
 def choice_lines(r: HostReport) -> list[str]:
     c = r.choice
     if c is None:
@@ -122,6 +148,13 @@ def compare_view(reports: Sequence[HostReport]) -> Group:
         for e in r.ranking:
             per.add_row(e.config, *(cell(r, e.config, b) for b in r.benchmarks))
         parts.append(per)
+        if r.contrasts:
+            seeds = Table(title=contrast_title(r), title_justify="left")
+            for column in CONTRAST_HEADER:
+                seeds.add_column(column, justify="right" if column[0] in "rH" else "left")
+            for row in contrast_rows(r):
+                seeds.add_row(*row)
+            parts.append(seeds)
         for failure in r.failures:
             parts.append(Text(f"failed {failure.who}: {failure.reason}", style="red"))
         parts.append(Text("Use this", style="bold underline"))
@@ -186,6 +219,9 @@ def compare_markdown(reports: Sequence[HostReport]) -> str:
             ["config", *(f"{b} (±{pct(r.thresholds[b])})" for b in r.benchmarks)],
             [[f"`{e.config}`", *(cell(r, e.config, b) for b in r.benchmarks)] for e in r.ranking],
         )
+        if r.contrasts:
+            lines += ["", "### Seed experiments", "", contrast_title(r) + ".", ""]
+            lines += _md_table(CONTRAST_HEADER, contrast_rows(r))
         if r.failures:
             lines += ["", "### Failed", ""]
             lines += [f"- `{f.who}`: {f.reason}" for f in r.failures]
@@ -251,6 +287,7 @@ def compare_json(
                 "estimates": [_estimate_json(e) for e in r.estimates.values()],
                 "failures": [asdict(f) for f in r.failures],
                 "choice": asdict(r.choice) if r.choice else None,
+                "contrasts": [_estimate_json(e) for e in r.contrasts],
             }
             for r in reports
         ],

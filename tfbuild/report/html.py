@@ -12,7 +12,16 @@ import jinja2
 
 from tfbuild import __version__
 from tfbuild.compare import OVERALL, HostReport
-from tfbuild.report.comparison import choice_lines, header_lines, p_text, ratio_text, tier_of
+from tfbuild.report.comparison import (
+    CONTRAST_HEADER,
+    choice_lines,
+    contrast_rows,
+    contrast_title,
+    header_lines,
+    p_text,
+    ratio_text,
+    tier_of,
+)
 from tfbuild.resources import data_path
 
 COLOURS = {"faster": "#2e7d32", "slower": "#c62828", "tie": "#78909c", "baseline": "#1565c0"}
@@ -202,6 +211,9 @@ def compare_html(reports: Sequence[HostReport]) -> str:
                 "samples_png": samples_chart(r),
                 "failures": r.failures,
                 "choice": choice_lines(r),
+                "contrast_title": contrast_title(r),
+                "contrast_header": CONTRAST_HEADER,
+                "contrasts": contrast_rows(r),
                 "manifests": _manifest_rows(r),
             }
         )

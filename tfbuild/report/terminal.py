@@ -269,6 +269,8 @@ def bench_view(summary: Summary, path: object) -> Group:
                 f"{ratios}; largest deviation {spread:.1%}"
             )
         )
+    if summary.peak_note and any(u == "GFLOP/s" for u in summary.units.values()):
+        lines.append(Text(summary.peak_note))
     if summary.overhead is not None:
         lines.append(
             Text(f"harness overhead between timed samples: {summary.overhead:.3%} of timed time")
