@@ -81,19 +81,22 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 TOY = FIXTURES / "toy-recipe"
 
 
+def toy_build_args(store: Path, *args: str) -> list[str]:
+    """`tfbuild build` arguments for the toy recipe: a C extension compiled with each
+    variant's copts."""
+    matrix, source = TOY / "matrix.yaml", TOY / "src"
+    return ["build", "--matrix", str(matrix), "--tf-source", str(source), "--store", str(store),
+            *args]  # fmt: skip
+
+
 def toy_build(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`tfbuild build` with the toy recipe: a C extension compiled with each variant's copts."""
-    return run_tfbuild(
-        "build",
-        "--matrix",
-        str(TOY / "matrix.yaml"),
-        "--tf-source",
-        str(TOY / "src"),
-        "--store",
-        str(store),
-        *args,
-        timeout=900,
-    )
+    return run_tfbuild(*toy_build_args(store, *args), timeout=900)
+
+
+def containers(label: str, *, stopped: bool = False) -> list[str]:
+    """IDs of the Docker containers carrying `label`: running ones, or all with `stopped`."""
+    listing = ["docker", "ps", "-aq" if stopped else "-q", "--filter", f"label={label}"]
+    return subprocess.run(listing, capture_output=True, text=True, check=True).stdout.split()
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 from cext import build_wheel, instruction_this_cpu_lacks
-from conftest import run_tfbuild
+from conftest import containers, run_tfbuild
 
 from tfbuild.resources import data_path
 
@@ -260,10 +260,4 @@ variants:
         assert all(
             s["throughput"] > 0 for entry in run["benchmarks"].values() for s in entry["samples"]
         )
-    leftover = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", "label=org.tfbuild=bench"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert leftover == []
+    assert containers("org.tfbuild=bench", stopped=True) == []

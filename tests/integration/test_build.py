@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, TOY, run_tfbuild, toy_build
+from conftest import FIXTURES, TOY, containers, run_tfbuild, toy_build, toy_build_args
 
 from tfbuild import engine, host, pip, wheelfile
 from tfbuild.build import BuildOptions, prepare
@@ -125,46 +125,23 @@ def test_cache_volume_is_shared_between_variants(toy_store: Path) -> None:
 
 def test_interrupted_build_leaves_nothing_half_done(toy_store: Path) -> None:
     wheel, manifest = stored(toy_store, "avx512")
+    argv = [sys.executable, "-m", "tfbuild"]
+    argv += toy_build_args(toy_store, "--variant", "avx512", "--force")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tfbuild",
-            "build",
-            "--matrix",
-            str(TOY / "matrix.yaml"),
-            "--tf-source",
-            str(TOY / "src"),
-            "--store",
-            str(toy_store),
-            "--variant",
-            "avx512",
-            "--force",
-        ],
+        argv,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        running = subprocess.run(
-            ["docker", "ps", "-q", "--filter", "label=org.tfbuild=build"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
+        running = containers("org.tfbuild=build")
         if running:
             break
         time.sleep(0.1)
     assert running, "the build container never started"
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=120) == 130
-    leftover = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", "label=org.tfbuild=build"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert leftover == []
+    assert containers("org.tfbuild=build", stopped=True) == []
     folder = wheel.parent
     assert not list(folder.glob(".build-*"))
     # the previous complete wheel and its manifest are untouched
