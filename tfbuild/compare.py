@@ -169,6 +169,13 @@ def raw_samples(sessions: Sequence[Session]) -> dict[tuple[str, str], list[float
     return out
 
 
+def log_ratios(
+    mine: Mapping[RoundKey, float], theirs: Mapping[RoundKey, float]
+) -> dict[RoundKey, float]:
+    """round -> ln(mine / theirs), for the rounds both have, in round order."""
+    return {k: math.log(mine[k] / theirs[k]) for k in sorted(set(mine) & set(theirs))}
+
+
 def paired_logs(
     table: Mapping[tuple[str, str], Mapping[RoundKey, float]],
     config: str,
@@ -179,11 +186,9 @@ def paired_logs(
     out: dict[str, list[float]] = {}
     per_round: dict[RoundKey, list[float]] = defaultdict(list)
     for bench in benchmarks:
-        mine, theirs = table.get((config, bench), {}), table.get((reference, bench), {})
-        shared = sorted(set(mine) & set(theirs))
-        logs = [math.log(mine[k] / theirs[k]) for k in shared]
-        out[bench] = logs
-        for k, value in zip(shared, logs, strict=True):
+        logs = log_ratios(table.get((config, bench), {}), table.get((reference, bench), {}))
+        out[bench] = list(logs.values())
+        for k, value in logs.items():
             per_round[k].append(value)
     complete = [v for v in per_round.values() if len(v) == len(benchmarks)]
     out[OVERALL] = [sum(v) / len(v) for v in complete]
@@ -363,9 +368,11 @@ def _contrasts(
     the experiments; the practical threshold is the larger of the pair's."""
     family = []
     for contrast in CONTRASTS:
-        mine = table.get((config, contrast.faster_if), {})
-        theirs = table.get((config, contrast.than), {})
-        logs = [math.log(mine[k] / theirs[k]) for k in sorted(set(mine) & set(theirs))]
+        logs = list(
+            log_ratios(
+                table.get((config, contrast.faster_if), {}), table.get((config, contrast.than), {})
+            ).values()
+        )
         if len(logs) >= 2:
             threshold = max(
                 thresholds.get(contrast.faster_if, MIN_THRESHOLD),

@@ -74,10 +74,9 @@ CONTRAST_HEADER = ("experiment", "ratio [95% CI]", "Holm p", "verdict", "what th
 
 
 def contrast_title(r: HostReport) -> str:
-    config = r.choice.config if r.choice else r.baseline
     return (
-        f"The seed experiments within {config} (throughput of the first way over the second, "
-        "paired by round)"
+        f"The seed experiments within {r.contrasts[0].config} (throughput of the first way over "
+        "the second, paired by round)"
     )
 
 
@@ -151,7 +150,8 @@ def compare_view(reports: Sequence[HostReport]) -> Group:
         if r.contrasts:
             seeds = Table(title=contrast_title(r), title_justify="left")
             for column in CONTRAST_HEADER:
-                seeds.add_column(column, justify="right" if column[0] in "rH" else "left")
+                numeric = column in ("ratio [95% CI]", "Holm p")
+                seeds.add_column(column, justify="right" if numeric else "left")
             for row in contrast_rows(r):
                 seeds.add_row(*row)
             parts.append(seeds)

@@ -211,7 +211,7 @@ def compare_html(reports: Sequence[HostReport]) -> str:
                 "samples_png": samples_chart(r),
                 "failures": r.failures,
                 "choice": choice_lines(r),
-                "contrast_title": contrast_title(r),
+                "contrast_title": contrast_title(r) if r.contrasts else "",
                 "contrast_header": CONTRAST_HEADER,
                 "contrasts": contrast_rows(r),
                 "manifests": _manifest_rows(r),
