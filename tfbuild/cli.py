@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shlex
@@ -930,11 +931,13 @@ def compare(
             sessions, analysis.load_sessions(against), threshold, allow_different_hosts
         )
     if fmt == "table":
-        console = _console()
+        # To a file: plain text at a fixed width; to the terminal: as wide as it is.
+        console = _console() if output is None else Console(record=True, file=io.StringIO(),
+                                                            width=120, highlight=False)  # fmt: skip
         console.print(views.compare_view(reports))
         if changes is not None:
             console.print(views.gate_view(changes, threshold))
-        text = None
+        text = None if output is None else console.export_text()
     elif fmt == "markdown":
         text = views.compare_markdown(reports)
         if changes is not None:

@@ -408,34 +408,35 @@ def _failures(sessions: Sequence[Session]) -> list[Failure]:
 
 def _choice(
     ranking: Sequence[Estimate],
-    tiers: Sequence[Sequence[str]],
     baseline: str,
     configs: Mapping[str, Mapping[str, Any]],
     variants: Mapping[str, Mapping[str, Any]],
 ) -> Choice | None:
-    if not ranking or not tiers:
+    """The best config measurably faster than the baseline, else the baseline. Only the
+    verdict against the baseline can promote a config: ranking high within noise is not enough."""
+    if not ranking:
         return None
-    best = ranking[0]
-    if baseline in tiers[0]:
-        key = baseline
-        if len(tiers[0]) == 1:
-            reason = (
-                f"the baseline {baseline} is the fastest config here: every other config is "
-                "measurably slower"
-            )
-        else:
-            reason = (
-                f"no config is measurably faster than the baseline {baseline} here: every config "
-                "in the top tier is within noise of it, so the baseline is the safe choice"
-            )
-        ratio: float | None = 1.0
-    else:
-        key = best.config
+    faster = [e for e in ranking if e.verdict == "faster"]
+    ratio: float | None
+    if faster:
+        best = faster[0]
+        key, ratio = best.config, best.ratio
         reason = (
             f"{key} is {best.ratio:.2f}x the baseline overall "
             f"(95 % CI {best.low:.2f}-{best.high:.2f}, Holm p = {best.p_holm:.3g})"
         )
-        ratio = best.ratio
+    elif all(e.verdict in ("slower", "baseline") for e in ranking):
+        key, ratio = baseline, 1.0
+        reason = (
+            f"the baseline {baseline} is the fastest config here: every other config is "
+            "measurably slower"
+        )
+    else:
+        key, ratio = baseline, 1.0
+        reason = (
+            f"no config is measurably faster than the baseline {baseline} here: every config "
+            "ranked above it is within noise of it, so the baseline is the safe choice"
+        )
     config = configs[key]
     variant = variants.get(config["variant"], {})
     artifact = variant.get("artifact") or {}
@@ -526,7 +527,7 @@ def analyse_host(sessions: Sequence[Session]) -> HostReport:
         ranking = ranked
         warnings.append(f"the baseline {baseline} has no results: nothing can be ranked against it")
     tiers = _tiers(table, ranking, benchmarks, thresholds[OVERALL], baseline)
-    choice = _choice(ranking, tiers, baseline, configs, variants)
+    choice = _choice(ranking, baseline, configs, variants)
     medians = {key: stats.median(list(v.values())) for key, v in table.items() if v}
     return HostReport(
         host=first["host"],

@@ -99,6 +99,15 @@ def test_use_this_keeps_the_baseline_and_says_why(
     assert f"Use base with tuning default: {expected}" in use
 
 
+def test_sessions_without_seed_pairs_report_no_seed_experiments(tmp_path: Path) -> None:
+    """A suite subset with no pair of counterpart benchmarks: every format still renders."""
+    path = write(tmp_path / "s.json", session({"fast:single": 1.3}, seed=2))
+    for fmt in ("table", "markdown", "html"):
+        proc = compare(str(path), "--format", fmt, "--output", str(tmp_path / f"out.{fmt}"))
+        assert proc.returncode == 0, proc.stderr
+        assert "eed experiments" not in (tmp_path / f"out.{fmt}").read_text()
+
+
 def test_failed_configs_are_listed(tmp_path: Path) -> None:
     doc = session({"ok:default": 1.0}, seed=1)
     doc["configs"].append(

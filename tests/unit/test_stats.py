@@ -165,6 +165,28 @@ def test_seed_experiments_are_measured_within_the_recommended_config() -> None:
     assert [e.verdict for e in report.contrasts[1:]] == ["tie", "tie", "tie"]
 
 
+def test_a_top_ranked_tie_is_not_recommended() -> None:
+    """With 3 rounds, 12 configs and a noisy baseline, `fast` (+12 %) often cannot be told apart
+    from the baseline yet leads a tier of its own; only a verdict of faster may recommend it."""
+    effects = {"fast:default": 1.12, "near:default": 1.03}
+    effects |= {f"filler{i}:default": 1.0 for i in range(10)}
+    out_of_top = 0
+    for seed in range(20):
+        report = analyse(
+            session(effects, noise_of={BASELINE: 0.04}, noise=0.004, rounds=3, seed=seed)
+        )
+        verdict = {e.config: e.verdict for e in report.ranking}["fast:default"]
+        choice = report.choice
+        assert choice is not None
+        if verdict == "faster":
+            assert choice.config == "fast:default"
+        else:
+            assert choice.config == BASELINE, (seed, report.tiers[0])
+            assert "every config ranked above it is within noise of it" in choice.reason
+            out_of_top += BASELINE not in report.tiers[0]
+    assert out_of_top >= 8, out_of_top
+
+
 def test_choice_stays_with_baseline_when_nothing_is_faster() -> None:
     report = analyse(session({"same:default": 1.003, "slow:default": 0.9}, seed=3))
     choice = report.choice
