@@ -28,6 +28,26 @@ def host_json(hostname: str = "bench-host") -> dict[str, Any]:
     return document
 
 
+def config_entry(
+    key: str,
+    intra_op: int | None = None,
+    env: dict[str, str] | None = None,
+    peak: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """A results file's entry for the config `key` ("variant:tuning", "~aa" for the copy)."""
+    variant, _, tuning = key.removesuffix("~aa").partition(":")
+    return {
+        "key": key,
+        "variant": variant,
+        "tuning": tuning,
+        "aa": key.endswith("~aa"),
+        "intra_op": intra_op,
+        "inter_op": None,
+        "env": env or {},
+        "peak": peak,
+    }
+
+
 def session(
     effects: Mapping[str, float | Mapping[str, float]],
     *,
@@ -40,30 +60,28 @@ def session(
     aa_effect: float = 1.0,
     session_id: str | None = None,
     noise_of: Mapping[str, float] | None = None,
+    failing: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
-    """A results document: the baseline plus one config per `effects` entry.
+    """A results document (fixed design): the baseline plus one config per `effects` entry.
 
     `effects` maps a config key ("variant:tuning") to its speed relative to the baseline, for
     all benchmarks or per benchmark. Each config's round value carries lognormal noise with
     sigma `noise` (or `noise_of[key]`); a drift shared by all configs of a round stands for a
-    machine that speeds up and slows down (pairing by round must cancel it).
+    machine that speeds up and slows down (pairing by round must cancel it). `failing` maps a
+    config to benchmarks that raise in every round.
     """
     rng = random.Random(seed)
     keys = [BASELINE, *effects] + ([BASELINE + "~aa"] if aa else [])
-    configs: list[dict[str, Any]] = []
+    configs = []
     for key in keys:
-        variant, _, tuning = key.removesuffix("~aa").partition(":")
+        single = key.removesuffix("~aa").endswith(":single")
         configs.append(
-            {
-                "key": key,
-                "variant": variant,
-                "tuning": tuning,
-                "aa": key.endswith("~aa"),
-                "intra_op": 1 if tuning == "single" else None,
-                "inter_op": None,
-                "env": {"OMP_NUM_THREADS": "1"} if tuning == "single" else {},
-                "peak": {"gflops": 300.0},
-            }
+            config_entry(
+                key,
+                intra_op=1 if single else None,
+                env={"OMP_NUM_THREADS": "1"} if single else {},
+                peak={"gflops": 300.0},
+            )
         )
     variants = sorted({str(c["variant"]) for c in configs})
     runs, orders = [], []
@@ -83,6 +101,9 @@ def session(
             sigma = (noise_of or {}).get(key, noise)
             benches = {}
             for b in benchmarks:
+                if b in (failing or {}).get(key, ()):
+                    benches[b] = {"error": "RuntimeError: boom", "total_s": 0.1}
+                    continue
                 factor = effect if isinstance(effect, float | int) else effect.get(b, 1.0)
                 level = 1000.0 * factor * pow(2.718281828, drift + rng.gauss(0, sigma))
                 samples = [
@@ -96,11 +117,12 @@ def session(
                 benches[b] = {
                     "unit": UNITS[b],
                     "iterations": 10,
-                    "warmup_iterations": 3,
-                    "warmup_s": 0.5,
+                    "build_s": 0.05,
+                    "trace_s": 0.3,
+                    "warmup_s": 0.02,
+                    "warmup_iterations": 2,
                     "samples": samples,
-                    "gaps_s": [1e-5, 1e-5],
-                    "total_s": 1.5,
+                    "total_s": 1.3,
                 }
             runs.append(
                 {
@@ -109,15 +131,17 @@ def session(
                     "config": key,
                     "status": "ok",
                     "started_at": "2026-01-01T00:00:00+00:00",
-                    "wall_s": 8.0,
-                    "import_s": 2.0,
+                    "wall_s": 6.5,
+                    "import_s": 1.9,
+                    "smoke_s": 0.05,
+                    "payload_s": 6.4,
                     "threads": {"intra_op": 0, "inter_op": 0, "env": {}, "affinity": [0, 1]},
                     "benchmarks": benches,
                     "failure": None,
                 }
             )
     return {
-        "schema": "tfbuild.results/1",
+        "schema": "tfbuild.results/2",
         "session": {
             "id": session_id or f"synthetic-{seed}",
             "started_at": "2026-01-01T00:00:00+00:00",
@@ -128,7 +152,9 @@ def session(
             "argv": ["tfbuild", "bench"],
             "matrix": "matrix.yaml",
             "seed": seed,
-            "rounds": rounds,
+            "design": {"kind": "fixed", "rounds": rounds},
+            "stop": {"reason": "fixed", "round": rounds, "message": f"{rounds} rounds"},
+            "elapsed_s": 1800.0,
             "preset": None,
             "cpus": None,
             "runtime": "auto",
@@ -142,11 +168,11 @@ def session(
         },
         "host": host_json(hostname),
         "suite": {
-            "version": 1,
+            "version": 2,
             "benchmarks": list(benchmarks),
-            "warmup": 3,
-            "samples": 3,
+            "warmup_steps": 2,
             "iterations": {b: 10 for b in benchmarks},
+            "samples": {b: 3 for b in benchmarks},
             "units": {b: UNITS[b] for b in benchmarks},
         },
         "baseline": {
@@ -176,6 +202,7 @@ def session(
         "configs": configs,
         "failures": [],
         "order": orders,
+        "looks": [],
         "runs": runs,
     }
 
@@ -186,12 +213,22 @@ def write(path: Path, document: dict[str, Any]) -> Path:
 
 
 def assert_coherent_tiers(report: HostReport) -> None:
-    """Tiers are consecutive runs of the ranking, and the baseline's tier holds only configs
-    that tie with it."""
+    """Two tiers follow the ranking: the configs that could be the fastest, then the ones put
+    out, each by a claim naming a config ahead of it; a config whose verdict is slower than
+    the baseline is out, and so is the baseline when a config is faster than it."""
+    assert 1 <= len(report.tiers) <= 2
     tier_of = {c: i for i, tier in enumerate(report.tiers) for c in tier}
     order = [tier_of[e.config] for e in report.ranking]
     assert order == sorted(order), order
     assert sorted(tier_of) == sorted(e.config for e in report.ranking)
+    out = {c.config for c in report.out}
+    assert out == set(report.tiers[1] if len(report.tiers) == 2 else ()) or (
+        len(report.tiers) == 1 and not out & set(report.tiers[0])
+    )
+    assert all(c.ratio <= c.upper < 1.0 for c in report.out)
     verdicts = {e.config: e.verdict for e in report.ranking}
-    base_tier = report.tiers[tier_of[report.baseline]]
-    assert all(verdicts[c] in ("tie", "baseline") for c in base_tier), base_tier
+    for config, verdict in verdicts.items():
+        if verdict == "slower":
+            assert config in out, config
+        if verdict == "faster":
+            assert report.baseline in out, config

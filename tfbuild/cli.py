@@ -113,10 +113,30 @@ def session_options(f: F) -> F:
     """Options shared by `bench` and `run`: suite size, order, pinning, runtime, outputs."""
     decorators = [
         click.option(
-            "--quick", is_flag=True, help="The suite's quick preset (3 rounds by default)."
+            "--quick",
+            is_flag=True,
+            help="The suite's quick preset: a small budget and a coarse target (10 min, ±10 %).",
         ),
         click.option(
-            "--rounds", type=click.IntRange(1, 1000), help="Override the number of rounds."
+            "--budget",
+            metavar="DURATION",
+            help="Time for benchmarking (installs not counted): stop starting rounds when the "
+            "next would end after it (20m, 1h30m, 900s).",
+        ),
+        click.option(
+            "--resolve",
+            metavar="PERCENT",
+            help="Stop when every config that could be the fastest is known to ± this (5%).",
+        ),
+        click.option(
+            "--min-rounds",
+            type=click.IntRange(2, 1000),
+            help="Rounds every config runs before any is stopped early.",
+        ),
+        click.option(
+            "--rounds",
+            type=click.IntRange(1, 1000),
+            help="A fixed design instead: every config runs exactly this many rounds.",
         ),
         click.option(
             "--seed", type=int, help="Seed for the run order (default: random, recorded)."
@@ -586,6 +606,9 @@ def bench(
     skip: tuple[str, ...],
     store_path: Path,
     quick: bool,
+    budget: str | None,
+    resolve: str | None,
+    min_rounds: int | None,
     preset: str | None,
     rounds: int | None,
     seed: int | None,
@@ -604,9 +627,13 @@ def bench(
     """Benchmark every selected (variant, tuning) config with the fixed suite.
 
     Each variant is fetched, installed into its runtime (a cached venv, or a container) and
-    smoke-tested. Then each round runs every config once, each in a fresh process, in a
-    seeded shuffled order, with the baseline run twice (the A/A control). Every raw sample goes
-    to RESULTS/<session>.json, rewritten after each finished run; --resume continues it.
+    smoke-tested. Then each round runs every config still in contention once, each in a fresh
+    process, in a seeded shuffled order, with the baseline run twice (the A/A control). After
+    --min-rounds, a config that cannot be the fastest stops running, and the session stops
+    when every config that could be the fastest is known to ±--resolve, or when --budget (time
+    spent benchmarking) would run out (--rounds N: a fixed design instead). Every raw sample,
+    look and elimination goes to RESULTS/<session>.json, rewritten after each finished run;
+    --resume continues it.
     """
     from tfbuild import engine
     from tfbuild.bench import runner
@@ -628,12 +655,12 @@ def bench(
         plan = make_plan(matrix, _load_host(None), only, skip)
         options = _bench_options(
             matrix,
-            "quick" if quick else preset,
-            rounds,
+            _suite(matrix, "quick" if quick else preset, budget, resolve, min_rounds, rounds),
             seed,
             cpus,
             runtime,
             force,
+            preset="quick" if quick else preset,
             timeout=timeout,
             refresh=refresh,
             container_cpus=container_cpus,
@@ -645,6 +672,95 @@ def bench(
     if not quiet:
         _console().print(bench_view(summarise(document), path))
     _require_measurements(document, path)
+
+
+@cli.command()
+@matrix_option
+@selection_options
+@store_option
+@click.option(
+    "--rounds",
+    type=click.IntRange(2, 1000),
+    default=10,
+    show_default=True,
+    help="Processes per config (every config once per round, shuffled).",
+)
+@click.option("--seed", type=int, help="Seed for the run order (default: random, recorded).")
+@click.option(
+    "--runtime",
+    type=click.Choice(["auto", "local", "docker"]),
+    default="auto",
+    show_default=True,
+    help="auto: Docker for variants that ask for it when an engine is reachable, else local.",
+)
+@click.option(
+    "--results",
+    "results_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default="results",
+    envvar="TFBUILD_RESULTS",
+    show_default=True,
+    help="Folder for the calibration file.",
+)
+@cache_option
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Show the table of an earlier calibration file instead of running one.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "markdown"]),
+    default="table",
+    show_default=True,
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@debug_option
+def calibrate(
+    matrix_path: Path | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    store_path: Path,
+    rounds: int,
+    seed: int | None,
+    runtime: str,
+    results_dir: Path,
+    cache_dir: Path | None,
+    report_path: Path | None,
+    fmt: str,
+    quiet: bool,
+) -> None:
+    """Where a benchmark process spends its time, and which timed work buys the most precision.
+
+    Runs the suite's benchmarks in fresh processes like `tfbuild bench`, but times every step on
+    its own; then replays designs (iterations per sample, samples per process) on the same
+    processes: each one's cost per process and its process-to-process noise, and the precision
+    per wall-second relative to the suite's own design. Use a few configs (--only).
+    """
+    from tfbuild import engine
+    from tfbuild.bench import calibrate as cal
+    from tfbuild.bench.results import load_any
+    from tfbuild.plan import make_plan
+    from tfbuild.progress import make_reporter
+    from tfbuild.report.terminal import calibration_markdown, calibration_view
+
+    if report_path is None:
+        matrix = _load_matrix(matrix_path)
+        plan = make_plan(matrix, _load_host(None), only, skip)
+        workspace = _workspace(store_path, cache_dir, results_dir, engine.status().reachable)
+        options = _bench_options(matrix, matrix.suite.settings, seed, None, runtime, False)
+        reporter = make_reporter(quiet)
+        with reporter:
+            report_path = cal.run_calibration(
+                plan, options, workspace, reporter, rounds, lambda name: results_dir / name
+            )
+    analysis = cal.analyse(load_any(report_path, cal.SCHEMA))
+    if fmt == "markdown":
+        click.echo(calibration_markdown(analysis), nl=False)
+    else:
+        _console().print(calibration_view(analysis, report_path))
 
 
 def _workspace(
@@ -661,30 +777,63 @@ def _workspace(
     )
 
 
-def _bench_options(
+def _suite(
     matrix: Any,
     preset: str | None,
+    budget: str | None,
+    resolve: str | None,
+    min_rounds: int | None,
     rounds: int | None,
+) -> Any:
+    """The suite settings of the preset, with the command line's choices on top."""
+    import dataclasses
+
+    from tfbuild.matrix import parse_duration, parse_percent
+
+    suite = matrix.suite.preset(preset)
+    changes: dict[str, Any] = {}
+    if budget is not None:
+        if (seconds := parse_duration(budget)) is None:
+            raise UsageError(f"--budget {budget!r}: expected a duration like 15m, 1h30m or 900s")
+        changes["budget_s"] = seconds
+    if resolve is not None:
+        if (fraction := parse_percent(resolve)) is None:
+            raise UsageError(f"--resolve {resolve!r}: expected a percentage like 5%")
+        changes["resolve"] = fraction
+    if min_rounds is not None:
+        changes["min_rounds"] = min_rounds
+        changes["max_rounds"] = max(suite.max_rounds, min_rounds)
+    if rounds is not None:
+        if budget is not None or resolve is not None or min_rounds is not None:
+            raise UsageError(
+                "--rounds asks for a fixed design; --budget, --resolve and --min-rounds are "
+                "for the sequential one: give one or the other"
+            )
+        changes["rounds"] = rounds
+    elif changes:
+        changes["rounds"] = None
+    return dataclasses.replace(suite, **changes)
+
+
+def _bench_options(
+    matrix: Any,
+    suite: Any,
     seed: int | None,
     cpus: str | None,
     runtime: str,
     force: bool,
+    preset: str | None = None,
     **extra: Any,
 ) -> Any:
-    import dataclasses
-
     from tfbuild.bench import runner
 
-    suite = matrix.suite.preset(preset)
-    if rounds is not None:
-        suite = dataclasses.replace(suite, rounds=rounds)
     return runner.BenchOptions(
         suite=suite,
         preset=preset,
         seed=seed,
         cpus=_parse_cpus(cpus),
         runtime=runtime,
-        argv=tuple(sys.argv),
+        argv=("tfbuild", *sys.argv[1:]),
         force=force,
         **extra,
     )
@@ -900,6 +1049,12 @@ def _fraction(value: str) -> float:
     is_flag=True,
     help="With --against: compare results from different machines anyway.",
 )
+@click.option(
+    "--margin",
+    metavar="PERCENT",
+    help="Practical margin for the verdicts (default: one process's spread from the A/A "
+    "control, at least 2%).",
+)
 @debug_option
 def compare(
     results_files: tuple[Path, ...],
@@ -908,22 +1063,30 @@ def compare(
     against: tuple[Path, ...],
     fail_above: str,
     allow_different_hosts: bool,
+    margin: str | None,
 ) -> None:
     """Rank the configs of one or more results files against the baseline.
 
     Per benchmark and overall (geometric mean), each config's speed relative to the baseline
-    with a 95 % confidence interval, a paired test over rounds with Holm correction, and a
-    practical threshold from the A/A control; configs that cannot be told apart share a tier.
-    Ends with the config to use and how to reproduce it. Files from several machines are
-    reported per machine. With --against OLD, exits 10 when a config got slower than
-    --fail-above, naming each config and benchmark.
+    with simultaneous confidence intervals (every claim holds together with probability 95 %,
+    looks of a sequential session included), verdicts faster / slower / equivalent / undecided
+    against a practical margin from the A/A control, tiers of configs that could be the
+    fastest, the looks and eliminations a session made (replayed from the data), and the config
+    to use with how to reproduce it. Files from several machines are reported per machine.
+    With --against OLD, exits 10 when a config got slower than --fail-above, naming each.
     """
     from tfbuild import compare as analysis
     from tfbuild.report import comparison as views
     from tfbuild.store import atomic_write_text
 
+    chosen_margin = None
+    if margin is not None:
+        from tfbuild.matrix import parse_percent
+
+        if (chosen_margin := parse_percent(margin)) is None:
+            raise UsageError(f"--margin {margin!r}: expected a percentage like 3%")
     sessions = analysis.load_sessions(results_files)
-    reports = analysis.analyse(sessions)
+    reports = analysis.analyse(sessions, chosen_margin)
     changes = None
     threshold = _fraction(fail_above)
     if against:
@@ -978,6 +1141,9 @@ def run(
     skip: tuple[str, ...],
     store_path: Path,
     quick: bool,
+    budget: str | None,
+    resolve: str | None,
+    min_rounds: int | None,
     rounds: int | None,
     seed: int | None,
     cpus: str | None,
@@ -1006,7 +1172,9 @@ def run(
     matrix = _load_matrix(matrix_path)
     docker = engine.status()
     workspace = _workspace(store_path, cache_dir, results_dir, docker.reachable)
-    options = _bench_options(matrix, "quick" if quick else None, rounds, seed, cpus, runtime, force)
+    preset = "quick" if quick else None
+    suite = _suite(matrix, preset, budget, resolve, min_rounds, rounds)
+    options = _bench_options(matrix, suite, seed, cpus, runtime, force, preset=preset)
     reporter = make_reporter(quiet)
     with reporter:
         outcome = pipeline.run(

@@ -9,7 +9,9 @@ can reach a Dockerfile, a bazel command line or a shell is checked against a str
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -198,10 +200,25 @@ class Tuning:
 
 @dataclass(frozen=True)
 class SuiteSettings:
+    """Which benchmarks run, and how a session decides how many rounds each config gets.
+
+    With ``rounds`` set the design is fixed: every config runs that many rounds. Otherwise it is
+    sequential: every config runs ``min_rounds`` (unless the budget ends first), the first look;
+    then rounds go to the configs still in contention until the leading tier is resolved to
+    ``resolve`` or ``budget_s`` runs out; ``max_rounds`` is the horizon the error control is
+    spread over (and a cap).
+    """
+
     benchmarks: tuple[str, ...]
-    rounds: int
-    warmup: int
-    samples: int
+    min_rounds: int = 5
+    max_rounds: int = 30
+    budget_s: float | None = 20 * 60.0
+    resolve: float | None = 0.05
+    rounds: int | None = None
+
+    @property
+    def sequential(self) -> bool:
+        return self.rounds is None
 
 
 @dataclass(frozen=True)
@@ -215,6 +232,31 @@ class Suite:
         if name not in self.presets:
             raise SelectionError(_unknown("suite preset", name, list(self.presets)))
         return self.presets[name]
+
+
+_DURATION_RE = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?")
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds in ``90s``, ``15m``, ``1h30m``, ``1.5h`` or a bare number of seconds; None if
+    the text is none of these."""
+    value = text.strip().lower()
+    match = _DURATION_RE.fullmatch(value)
+    if not value or match is None or not any(match.groups()):
+        return None
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    return total if total > 0 else None
+
+
+def parse_percent(text: str) -> float | None:
+    """A fraction from ``5%`` or ``0.05``, strictly between 0 and 1; None otherwise."""
+    value = text.strip()
+    try:
+        number = float(value.rstrip("%")) / (100 if value.endswith("%") else 1)
+    except ValueError:
+        return None
+    return number if 0 < number < 1 and math.isfinite(number) else None
 
 
 @dataclass(frozen=True)
@@ -987,45 +1029,81 @@ def _env_item(
     return var, value
 
 
+_SUITE_KEYS = ["benchmarks", "min_rounds", "max_rounds", "budget", "resolve", "rounds"]
+_FIXED_BY_SUITE = {
+    "warmup": "warm-up is fixed by the suite since version 2",
+    "samples": "samples and iterations are fixed per benchmark by the suite since version 2 "
+    "(`tfbuild calibrate` shows why)",
+}
+
+
 def _read_suite(ctx: _Ctx, node: yaml.Node | None) -> Suite:
-    default = SuiteSettings(tuple(BENCHMARKS), rounds=10, warmup=3, samples=5)
-    quick = SuiteSettings(tuple(BENCHMARKS), rounds=3, warmup=2, samples=3)
+    default = SuiteSettings(tuple(BENCHMARKS))
     if node is None or (m := _as_mapping(ctx, node, "suite")) is None:
-        return Suite(default, {"quick": quick, "full": default})
-    m.check_keys(["benchmarks", "rounds", "warmup", "samples", "presets"])
+        return Suite(default, _builtin_presets(default))
+    _refuse_fixed(ctx, m)
+    m.check_keys([*_SUITE_KEYS, "presets", *_FIXED_BY_SUITE])
     settings = _suite_settings(ctx, m, default)
-    presets = {"quick": _replace_suite(settings, quick), "full": settings}
+    presets = _builtin_presets(settings)
     if (n := m.get("presets")) is not None and (pm := _as_mapping(ctx, n, "suite.presets")):
         for preset, (key, value) in pm.items.items():
             if not NAME_RE.fullmatch(preset):
                 ctx.error(key, f"suite.presets: not a valid preset name (got {preset!r})")
                 continue
             if (sub := _as_mapping(ctx, value, f"suite.presets.{preset}")) is not None:
-                sub.check_keys(["benchmarks", "rounds", "warmup", "samples"])
+                _refuse_fixed(ctx, sub)
+                sub.check_keys([*_SUITE_KEYS, *_FIXED_BY_SUITE])
                 presets[preset] = _suite_settings(ctx, sub, settings)
     return Suite(settings, presets)
 
 
-def _replace_suite(settings: SuiteSettings, quick: SuiteSettings) -> SuiteSettings:
-    """The built-in quick preset, over the file's own benchmark list."""
-    return SuiteSettings(settings.benchmarks, quick.rounds, quick.warmup, quick.samples)
+def _builtin_presets(settings: SuiteSettings) -> dict[str, SuiteSettings]:
+    """quick: a small time budget and a coarse target, over the file's own benchmark list."""
+    quick = dataclasses.replace(settings, budget_s=10 * 60.0, resolve=0.10, rounds=None)
+    return {"quick": quick, "full": settings}
+
+
+def _refuse_fixed(ctx: _Ctx, m: _Mapping) -> None:
+    for key, why in _FIXED_BY_SUITE.items():
+        if (n := m.get(key)) is not None:
+            ctx.error(n, f"{m.path(key)}: {why}; remove it (got {_show(n)})")
 
 
 def _suite_settings(ctx: _Ctx, m: _Mapping, base: SuiteSettings) -> SuiteSettings:
-    benchmarks = base.benchmarks
+    values: dict[str, Any] = {}
     if (n := m.get("benchmarks")) is not None:
         names = list(BENCHMARKS)
-        benchmarks = _list(
+        values["benchmarks"] = _list(
             ctx, n, m.path("benchmarks"), lambda c, w: _choice(ctx, c, w, names, "benchmark")
         )
-        if not benchmarks and isinstance(n, yaml.SequenceNode) and not n.value:
+        if not values["benchmarks"] and isinstance(n, yaml.SequenceNode) and not n.value:
             ctx.error(n, f"{m.path('benchmarks')}: needs at least one benchmark")
-    counts = {}
-    for key, low in (("rounds", 1), ("warmup", 0), ("samples", 1)):
-        n = m.get(key)
-        value = _int(ctx, n, m.path(key), low, 1000) if n is not None else None
-        counts[key] = value if value is not None else getattr(base, key)
-    return SuiteSettings(benchmarks, **counts)
+    for key, low in (("min_rounds", 2), ("max_rounds", 2), ("rounds", 1)):
+        if (n := m.get(key)) is not None and (v := _int(ctx, n, m.path(key), low, 1000)):
+            values[key] = v
+    parsed: list[tuple[str, str, Callable[[str], float | None], str, str]] = [
+        ("budget", "budget_s", parse_duration, "a duration", "like 20m, 1h30m or 90s"),
+        ("resolve", "resolve", parse_percent, "a percentage", "between 0% and 100%, like 5%"),
+    ]
+    for key, field_name, parse, noun, example in parsed:
+        if (n := m.get(key)) is None:
+            continue
+        text = _scalar(ctx, n, m.path(key), f"{noun} {example}")
+        if text is not None:
+            if (value := parse(text)) is None:
+                ctx.error(
+                    n, f"{m.path(key)}: not {noun} (got {_show(n)}; expected {noun} {example})"
+                )
+            else:
+                values[field_name] = value
+    settings = dataclasses.replace(base, **values)
+    if settings.min_rounds > settings.max_rounds and (n := m.get("min_rounds")) is not None:
+        ctx.error(
+            n,
+            f"{m.path('min_rounds')}: larger than max_rounds (got "
+            f"{settings.min_rounds}; expected at most {settings.max_rounds})",
+        )
+    return settings
 
 
 def _read_baseline(

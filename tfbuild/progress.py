@@ -51,8 +51,13 @@ class Reporter:
     def running(self, description: str) -> None:
         """What is running now (shown live on a terminal; a no-op here)."""
 
+    def retotal(self, total: int) -> None:
+        """The amount of work changed (a sequential session re-estimates it after each look)."""
+        self.total = max(total, self.done)
+
     def advance(self, description: str) -> None:
         self.done += 1
+        self.total = max(self.total, self.done)
         elapsed = time.monotonic() - self.started
         eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
         self.console.print(
@@ -111,6 +116,11 @@ class RichReporter(Reporter):
     def running(self, description: str) -> None:
         if self.task is not None:
             self.progress.update(self.task, description=description)
+
+    def retotal(self, total: int) -> None:
+        super().retotal(total)
+        if self.task is not None:
+            self.progress.update(self.task, total=self.total)
 
     def advance(self, description: str) -> None:
         if self.task is not None:

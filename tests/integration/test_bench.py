@@ -17,6 +17,7 @@ from cext import build_wheel, instruction_this_cpu_lacks
 from conftest import containers, run_tfbuild
 
 from tfbuild.resources import data_path
+from tfbuild.stats import look_schedule
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
 
@@ -72,24 +73,43 @@ tunings:
   - {{name: single-thread, intra_op: 1, inter_op: 1, env: {{OMP_NUM_THREADS: "1"}}}}
 """,
     )
-    proc = bench(workspace, matrix, "--quick")
+    proc = bench(workspace, matrix, "--quick", "--budget", "150s", "--min-rounds", "3")
     assert proc.returncode == 0, proc.stderr[-3000:]
     path, doc = only_results(matrix)
-    assert doc["session"]["complete"] is True and doc["session"]["preset"] == "quick"
+    session = doc["session"]
+    assert session["complete"] is True and session["preset"] == "quick"
+    assert session["design"] == {
+        "kind": "sequential",
+        "min_rounds": 3,
+        "max_rounds": 30,
+        "budget_s": 150.0,
+        "resolve": 0.10,
+    }
     assert doc["baseline"]["aa_config"] == "tf:default~aa"
     keys = {"tf:default", "tf:single-thread", "tf:default~aa"}
-    assert len(doc["order"]) == 3 and all(set(order) == keys for order in doc["order"])
-    assert len(doc["runs"]) == 9 and all(run["status"] == "ok" for run in doc["runs"])
+    assert len(doc["order"]) >= 3 and all(set(order) == keys for order in doc["order"][:3])
+    assert all({"tf:default", "tf:default~aa"} <= set(order) for order in doc["order"])
+    scheduled = [n for n in look_schedule(3, 30) if n <= len(doc["order"])]
+    assert [look["round"] for look in doc["looks"]] == scheduled and scheduled
+    stop = session["stop"]
+    assert stop["reason"] in ("resolved", "budget") and stop["round"] == len(doc["order"])
+    assert f"stopped: {stop['message']}" in proc.stdout
+    assert session["elapsed_s"] <= 150.0 + 30.0  # a round starts only if it fits
+    assert len(doc["runs"]) == sum(map(len, doc["order"]))
+    assert all(run["status"] == "ok" for run in doc["runs"])
     for run in doc["runs"]:
         assert set(run["benchmarks"]) == set(doc["suite"]["benchmarks"])
+        assert 0 < run["import_s"] < run["payload_s"] < run["wall_s"]
         for name, entry in run["benchmarks"].items():
             assert "error" not in entry, (name, entry.get("error"))
-            assert len(entry["samples"]) == 3
+            assert len(entry["samples"]) == doc["suite"]["samples"][name] == 3
             assert all(s["throughput"] > 0 and s["cpu_s"] > 0 for s in entry["samples"])
+            assert entry["trace_s"] > 0 and entry["build_s"] >= 0
         if run["config"] == "tf:single-thread":
             threads = run["threads"]
             assert (threads["intra_op"], threads["inter_op"]) == (1, 1)
             assert threads["env"] == {"OMP_NUM_THREADS": "1"}
+    assert "one process, mean seconds: start and exit" in proc.stdout
     smoke = doc["variants"]["tf"]["smoke"]
     assert smoke["tensorflow"] == "2.21.0" and smoke["probe_ok"] is True
     manifest = doc["variants"]["tf"]["manifest"]
@@ -102,8 +122,9 @@ tunings:
     assert table.returncode == 0, table.stderr
     assert "tf:single-thread" in table.stdout and "Use this" in table.stdout
     report = run_tfbuild("compare", str(path), "--format", "json")
-    ranked = {e["config"] for e in json.loads(report.stdout)["hosts"][0]["ranking"]}
-    assert ranked == {"tf:default", "tf:single-thread"}
+    (host,) = json.loads(report.stdout)["hosts"]
+    assert {e["config"] for e in host["ranking"]} == {"tf:default", "tf:single-thread"}
+    assert host["looks"] == doc["looks"] and host["replay"] == []
     html = matrix.parent / "report.html"
     assert run_tfbuild("compare", str(path), "--format", "html", "-o", str(html)).returncode == 0
     assert html.read_text().count("data:image/png;base64,") == 2
@@ -112,16 +133,21 @@ tunings:
 
 
 def test_killed_session_keeps_finished_runs_and_resumes(workspace: Path) -> None:
+    """SIGKILL after the first look of a sequential session; --resume keeps every run and
+    look, finishes the interrupted round with its recorded order, and goes on to the end."""
     matrix = write_matrix(
         workspace / "kill",
         f"""\
 variants:
   - {{name: tf, source: pypi, requirement: "{TF}"}}
+tunings:
+  - {{name: default}}
+  - {{name: single-thread, intra_op: 1, inter_op: 1, env: {{OMP_NUM_THREADS: "1"}}}}
 suite:
   benchmarks: [matmul-pinned, input-pinned]
-  rounds: 3
-  warmup: 1
-  samples: 2
+  min_rounds: 2
+  max_rounds: 4
+  resolve: 0.1%
 """,
     )
     results = matrix.parent / "results"
@@ -132,26 +158,26 @@ suite:
         start_new_session=True,
     )
     deadline = time.monotonic() + 900
-    runs_before = 0
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             files = list(results.glob("*.json"))
             if files:
                 try:
-                    runs_before = len(json.loads(files[0].read_text())["runs"])
+                    seen = json.loads(files[0].read_text())
                 except ValueError:  # pragma: no cover - atomic writes make this unreachable
                     pytest.fail("a reader saw a half-written results file")
-                if runs_before >= 2:
+                if len(seen["runs"]) >= 7:
                     break
-            time.sleep(0.1)
+            time.sleep(0.05)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the session ended before it could be killed"
     path, doc = only_results(matrix)
     assert doc["session"]["complete"] is False
-    kept = doc["runs"]
-    assert 2 <= len(kept) < 6 and all(run["status"] == "ok" for run in kept)
+    kept, looks = doc["runs"], doc["looks"]
+    assert 7 <= len(kept) < 12 and all(run["status"] == "ok" for run in kept)
+    assert looks and looks[0]["round"] == 2
     assert all(run["threads"]["affinity"] == [0] for run in kept)
 
     resumed = run_tfbuild(
@@ -168,9 +194,14 @@ suite:
     _, done = only_results(matrix)
     assert done["session"]["complete"] is True
     assert done["runs"][: len(kept)] == kept
+    assert done["looks"][: len(looks)] == looks
+    assert done["order"][: len(doc["order"])] == doc["order"]
     pairs = [(run["round"], run["config"]) for run in done["runs"]]
-    assert len(pairs) == len(set(pairs)) == 6
+    assert len(pairs) == len(set(pairs)) == sum(map(len, done["order"]))
+    assert done["session"]["stop"]["reason"] in ("max_rounds", "resolved")
     assert all(run["status"] == "ok" and run["threads"]["affinity"] == [0] for run in done["runs"])
+    again = run_tfbuild("compare", str(path), "--format", "json")
+    assert json.loads(again.stdout)["hosts"][0]["replay"] == []
 
 
 def test_import_failure_is_recorded_and_others_run(workspace: Path) -> None:
@@ -180,7 +211,7 @@ def test_import_failure_is_recorded_and_others_run(workspace: Path) -> None:
 variants:
   - {{name: tf, source: pypi, requirement: "{TF}"}}
   - {{name: intel-no-cap, source: pypi, requirement: "intel-tensorflow==2.14.0"}}
-suite: {{benchmarks: [matmul-pinned], rounds: 1, warmup: 1, samples: 1}}
+suite: {{benchmarks: [matmul-pinned], rounds: 1}}
 """,
     )
     proc = bench(workspace, matrix)
@@ -249,7 +280,7 @@ variants:
   - {{name: tf, source: pypi, requirement: "{TF}"}}
 """,
     )
-    proc = bench(workspace, matrix, "--quick", "--runtime", "docker")
+    proc = bench(workspace, matrix, "--rounds", "3", "--runtime", "docker")
     assert proc.returncode == 0, proc.stderr[-3000:]
     _, doc = only_results(matrix)
     runtime = doc["variants"]["tf"]["runtime"]

@@ -125,13 +125,17 @@ def synthetic_document(ratio: float = 1.0) -> dict[str, Any]:
 
     def run(r: int, config: str, value: float) -> dict[str, Any]:
         samples = [{"wall_s": 1.0, "cpu_s": 1.0, "throughput": value * f} for f in (0.9, 1, 1.1)]
+        entry = {"samples": samples, "build_s": 0.1, "trace_s": 0.2, "warmup_s": 0.05}
         return {
             "round": r,
             "config": config,
             "status": "ok",
             "failure": None,
             "wall_s": 5.0,
-            "benchmarks": {"matmul-fed": {"samples": samples, "gaps_s": [0.001, 0.001]}},
+            "payload_s": 4.5,
+            "import_s": 2.0,
+            "smoke_s": 0.1,
+            "benchmarks": {"matmul-fed": entry},
         }
 
     runs = []
@@ -141,6 +145,7 @@ def synthetic_document(ratio: float = 1.0) -> dict[str, Any]:
         "session": {
             "started_at": "2026-01-01T00:00:00+00:00",
             "finished_at": "2026-01-01T00:10:00+00:00",
+            "stop": {"reason": "fixed", "round": 4, "message": "the 4 rounds of a fixed design"},
         },
         "suite": {"benchmarks": ["matmul-fed"], "units": {"matmul-fed": "GFLOP/s"}},
         "baseline": {"config": "a:t", "aa_config": "a:t~aa"},
@@ -158,7 +163,19 @@ def test_summary_arithmetic() -> None:
     assert s.cells[("a:t", "matmul-fed")].median == pytest.approx(100.0)
     assert s.cells[("b:t", "matmul-fed")].rounds == 4
     assert s.aa_ratio["matmul-fed"] == pytest.approx(1.02)
-    assert s.overhead == pytest.approx(0.002 / 2.0)
+    assert s.phases == pytest.approx(
+        {
+            "start and exit": 0.5,
+            "import": 2.0,
+            "smoke check": 0.1,
+            "build": 0.1,
+            "trace": 0.2,
+            "warm-up": 0.05,
+            "timed": 3.0,
+            "process": 5.0,
+        }
+    )
+    assert s.stop == "the 4 rounds of a fixed design"
     assert s.elapsed_s == 600 and s.runs == 12
     assert s.failures == [("c", "plan: needs AVX512F")]
     assert s.peak["a:t"] == 200.0
@@ -173,7 +190,9 @@ def test_results_load_refuses_other_files(tmp_path: Path) -> None:
 
     bad = tmp_path / "x.json"
     bad.write_text(json.dumps({"schema": "tfbuild.host/1"}))
-    with pytest.raises(ResultsError, match=r"expected 'tfbuild\.results/1'"):
+    with pytest.raises(
+        ResultsError, match=r"expected 'tfbuild\.results/2' or 'tfbuild\.results/1'"
+    ):
         results.load(bad)
     bad.write_text("{")
     with pytest.raises(ResultsError, match="not a JSON results file"):

@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO
 
 from tfbuild.errors import MatrixError
-from tfbuild.matrix import Matrix, load_matrix, parse_matrix
+from tfbuild.matrix import Matrix, load_matrix, parse_duration, parse_matrix, parse_percent
 from tfbuild.resources import default_matrix_path
 
 MINIMAL = """\
@@ -53,7 +53,9 @@ def test_default_matrix_has_the_promised_entries() -> None:
         "onednn-off",
     ]
     assert (m.baseline.variant, m.baseline.tuning) == ("stock", "default")
-    assert m.suite.preset("quick").rounds == 3 and m.suite.preset("full").rounds == 10
+    quick, full = m.suite.preset("quick"), m.suite.preset("full")
+    assert (quick.budget_s, quick.resolve, quick.sequential) == (600.0, 0.10, True)
+    assert (full.budget_s, full.resolve, full.min_rounds, full.max_rounds) == (1200.0, 0.05, 5, 30)
     assert v["mkl-avx2"].id == "tf2.21-py3.11-mkl-avx2"
 
 
@@ -305,16 +307,74 @@ def test_suite_presets() -> None:
         + """\
 suite:
   benchmarks: [matmul-fed, matmul-pinned]
-  rounds: 12
+  min_rounds: 4
+  budget: 1h30m
+  resolve: 3%
   presets:
-    quick: {rounds: 2}
-    smoke: {benchmarks: [matmul-fed], rounds: 1, samples: 1, warmup: 0}
+    quick: {budget: 90s}
+    fixed: {benchmarks: [matmul-fed], rounds: 12}
 """
     )
-    assert m.suite.preset(None).rounds == 12
+    suite = m.suite.preset(None)
+    assert (suite.min_rounds, suite.budget_s, suite.resolve, suite.rounds) == (4, 5400, 0.03, None)
     assert m.suite.preset("quick").benchmarks == ("matmul-fed", "matmul-pinned")
-    assert m.suite.preset("quick").rounds == 2
-    assert m.suite.preset("smoke").samples == 1
+    assert m.suite.preset("quick").budget_s == 90
+    fixed = m.suite.preset("fixed")
+    assert fixed.rounds == 12 and not fixed.sequential and fixed.benchmarks == ("matmul-fed",)
+
+
+def test_suite_work_is_fixed_by_the_suite_version() -> None:
+    """Samples and warm-up of matrix files written for suite v1 are refused with the reason."""
+    with pytest.raises(MatrixError) as caught:
+        parse(MINIMAL + "suite:\n  samples: 5\n  warmup: 3\n  presets:\n    quick: {samples: 3}\n")
+    text = str(caught.value)
+    assert (
+        "suite.samples: samples and iterations are fixed per benchmark by the suite since" in text
+    )
+    assert "suite.warmup: warm-up is fixed by the suite since version 2" in text
+    assert "suite.presets.quick.samples:" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("budget: soon", "suite.budget: not a duration (got 'soon'; expected a duration like"),
+        ("resolve: 120%", "suite.resolve: not a percentage (got '120%'; expected a percentage"),
+        (
+            "min_rounds: 50",
+            "suite.min_rounds: larger than max_rounds (got 50; expected at most 30)",
+        ),
+        ("rounds: 0", "suite.rounds: out of range (got '0'; expected a whole number from 1"),
+    ],
+)
+def test_bad_suite_values(text: str, expected: str) -> None:
+    with pytest.raises(MatrixError, match=re.escape(expected)):
+        parse(MINIMAL + f"suite:\n  {text}\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("90s", 90),
+        ("15m", 900),
+        ("1h30m", 5400),
+        ("1.5h", 5400),
+        ("600", 600),
+        ("0m", None),
+        ("", None),
+        ("m", None),
+        ("-5m", None),
+        ("5 m", None),
+    ],
+)
+def test_durations(text: str, seconds: float | None) -> None:
+    assert parse_duration(text) == seconds
+
+
+def test_percentages() -> None:
+    assert parse_percent("5%") == 0.05 and parse_percent("0.05") == 0.05
+    assert parse_percent("0%") is None and parse_percent("100%") is None
+    assert parse_percent("nan") is None and parse_percent("five") is None
 
 
 def test_unreadable_and_non_utf8(tmp_path: Path) -> None:

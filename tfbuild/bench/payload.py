@@ -1,13 +1,19 @@
-"""tfbuild benchmark suite, version 1: the code that runs inside a runtime (venv or container).
+"""tfbuild benchmark suite, version 2: the code that runs inside a runtime (venv or container).
 
 Imports only the standard library, numpy and tensorflow, and never tfbuild: the file is copied
 into the runtime and run as ``python payload.py CONFIG.json RESULT.json``. The parent process sets
 the tuning's environment variables before starting it, so they are in force before TensorFlow
 initialises; thread pool sizes from the config are applied here, before the first op runs.
 
-Every benchmark has fixed shapes, seeds and iteration counts, identical for every build. A change
-to any of them is a new suite version (SUITE_VERSION), so results of different suites are never
-compared.
+Every benchmark has fixed shapes, seeds, warm-up, iterations and samples, identical for every
+build. A change to any of them is a new suite version (SUITE_VERSION), so results of different
+suites are never compared.
+
+Version 2 times less work per process than version 1: on a shared machine the spread between
+processes (thread placement, memory layout, neighbours) dominates the spread within one, so
+more, cheaper processes buy more precision per second than longer ones (`tfbuild calibrate`
+measures it). Each process records where its time went: import, building, tracing, warm-up,
+timed samples.
 
 The experiments come from:
 - gru-*: "TensorFlow Speed: Build from Source and Hand-Built GRU" (library GRU layer vs a
@@ -29,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-SUITE_VERSION = 1
+SUITE_VERSION = 2
 BENCHMARKS = (
     "gru-keras",
     "gru-static",
@@ -39,16 +45,20 @@ BENCHMARKS = (
     "input-fed",
     "input-pinned",
 )
-# Iterations in one timed sample, fixed for every build so that every build does the same work.
+# Iterations in one timed sample and timed samples per process, fixed for every build so that
+# every build does the same work (chosen with `tfbuild calibrate`, see the README).
 ITERATIONS = {
-    "gru-keras": 24,
-    "gru-static": 24,
-    "gru-dynamic": 24,
-    "matmul-fed": 20,
-    "matmul-pinned": 20,
-    "input-fed": 400,
-    "input-pinned": 400,
+    "gru-keras": 8,
+    "gru-static": 8,
+    "gru-dynamic": 8,
+    "matmul-fed": 6,
+    "matmul-pinned": 6,
+    "input-fed": 100,
+    "input-pinned": 100,
 }
+SAMPLES = {name: 3 for name in BENCHMARKS}
+# Untimed steps after the first call (which traces the tf.function and is timed on its own).
+WARMUP_STEPS = 2
 # The seed-000 model.
 VOCAB, EMBED, HIDDEN, SEQ, DENSE, BATCH = 1000, 64, 192, 20, 96, 32
 LEARNING_RATE, MOMENTUM = 0.05, 0.8
@@ -318,36 +328,60 @@ BUILDERS: dict[str, Callable[[Any, Any], Benchmark]] = {
 }
 
 
-def measure(bench: Benchmark, iterations: int, warmup: int, samples: int) -> dict[str, Any]:
-    """Warm up (tracing included), then time `samples` runs of `iterations` steps each."""
+def warm_up(bench: Benchmark) -> tuple[float, float]:
+    """The first call (tracing) and the warm-up steps: seconds each took."""
     t0 = time.perf_counter()
-    for _ in range(max(1, warmup)):
+    bench.step()
+    bench.sync()
+    t1 = time.perf_counter()
+    for _ in range(WARMUP_STEPS):
         bench.step()
     bench.sync()
-    warmup_s = time.perf_counter() - t0
+    return t1 - t0, time.perf_counter() - t1
+
+
+def measure(bench: Benchmark, iterations: int, samples: int) -> dict[str, Any]:
+    """First call (tracing), warm-up steps, then `samples` timed runs of `iterations` steps."""
+    trace_s, warmup_s = warm_up(bench)
     timed: list[dict[str, float]] = []
-    gaps: list[float] = []
-    last_end = None
     for _ in range(samples):
         cpu0, wall0 = time.process_time(), time.perf_counter()
         for _ in range(iterations):
             bench.step()
         bench.sync()
         wall1, cpu1 = time.perf_counter(), time.process_time()
-        if last_end is not None:
-            gaps.append(wall0 - last_end)
         wall = wall1 - wall0
         timed.append(
             {"wall_s": wall, "cpu_s": cpu1 - cpu0, "throughput": bench.work * iterations / wall}
         )
-        last_end = time.perf_counter()
     return {
         "unit": bench.unit,
         "iterations": iterations,
-        "warmup_iterations": max(1, warmup),
+        "trace_s": trace_s,
         "warmup_s": warmup_s,
+        "warmup_iterations": WARMUP_STEPS,
         "samples": timed,
-        "gaps_s": gaps,
+    }
+
+
+def step_times(bench: Benchmark, steps: int) -> dict[str, Any]:
+    """Calibration: the first call, the warm-up, then every step timed on its own."""
+    trace_s, warmup_s = warm_up(bench)
+    clock = time.perf_counter
+    times = []
+    last = clock()
+    for _ in range(steps):
+        bench.step()
+        now = clock()
+        times.append(round(now - last, 7))  # 0.1 us: far below the noise, half the digits
+        last = now
+    bench.sync()
+    return {
+        "unit": bench.unit,
+        "work": bench.work,
+        "trace_s": trace_s,
+        "warmup_s": warmup_s,
+        "steps_s": times,
     }
 
 
@@ -407,13 +441,19 @@ def _write(path: Path, data: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
+    started_at = time.time()
+    started = time.perf_counter()
     config = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     out_path = Path(argv[2])
     if config.get("cpus"):
         # Pinned before TensorFlow starts, so its thread pools inherit the affinity.
         os.sched_setaffinity(0, config["cpus"])
-    started = time.perf_counter()
-    result: dict[str, Any] = {"suite_version": SUITE_VERSION, "pid": os.getpid(), "benchmarks": {}}
+    result: dict[str, Any] = {
+        "suite_version": SUITE_VERSION,
+        "pid": os.getpid(),
+        "started_at": started_at,
+        "benchmarks": {},
+    }
     import numpy as np
     import tensorflow as tf
 
@@ -423,14 +463,22 @@ def main(argv: list[str]) -> int:
     if config.get("inter_op"):
         tf.config.threading.set_inter_op_parallelism_threads(int(config["inter_op"]))
     tf.random.set_seed(SEED)
+    t0 = time.perf_counter()
     result["smoke"] = smoke(np, tf)
+    result["smoke_s"] = time.perf_counter() - t0
     result["threads"] = threads_in_force(tf)
     _write(out_path, result)
+    calibrate = config.get("calibrate") or {}
     for name in config.get("benchmarks", ()):
         t0 = time.perf_counter()
         try:
             bench = BUILDERS[name](np, tf)
-            entry = measure(bench, ITERATIONS[name], int(config["warmup"]), int(config["samples"]))
+            built = time.perf_counter()
+            if calibrate:
+                entry = step_times(bench, int(calibrate[name]))
+            else:
+                entry = measure(bench, ITERATIONS[name], SAMPLES[name])
+            entry["build_s"] = built - t0
         except Exception as exc:  # recorded per benchmark; the others still run
             entry = {
                 "error": f"{type(exc).__name__}: {exc}".strip()[:2000],
@@ -439,10 +487,16 @@ def main(argv: list[str]) -> int:
         entry["total_s"] = time.perf_counter() - t0
         result["benchmarks"][name] = entry
         _write(out_path, result)
-    result["wall_s"] = time.perf_counter() - started
+    result["payload_s"] = time.perf_counter() - started
+    result["finished_at"] = time.time()
     _write(out_path, result)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    code = main(sys.argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip TensorFlow's interpreter teardown (thread pools, atexit handlers): the result is
+    # written, and teardown is time no benchmark measures.
+    os._exit(code)

@@ -4,6 +4,7 @@ resume and re-analyse it. Written atomically after every finished config-run."""
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import re
 import signal
@@ -14,7 +15,9 @@ from tfbuild.errors import ResultsError
 from tfbuild.runtime import RunOutcome
 from tfbuild.store import atomic_write_json
 
-SCHEMA = "tfbuild.results/1"
+SCHEMA = "tfbuild.results/2"
+# Version 1 (suite v1, fixed rounds) is still read by compare.
+READABLE = (SCHEMA, "tfbuild.results/1")
 AA_SUFFIX = "~aa"
 
 
@@ -28,15 +31,25 @@ def save(path: Path, document: dict[str, Any]) -> None:
 
 
 def load(path: Path) -> dict[str, Any]:
+    return load_any(path, *READABLE)
+
+
+def load_any(path: Path, *schemas: str) -> dict[str, Any]:
+    """A JSON document (gzip-compressed when the name ends in .gz) with one of these schemas,
+    or a ResultsError naming what is wrong."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        if path.suffix == ".gz":
+            raw = gzip.decompress(raw)
+        document = json.loads(raw.decode("utf-8"))
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read ({exc.strerror})") from exc
-    except ValueError as exc:
+    except (ValueError, EOFError, gzip.BadGzipFile) as exc:
         raise ResultsError(f"{path}: not a JSON results file ({exc})") from exc
-    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
+    if not isinstance(document, dict) or document.get("schema") not in schemas:
         found = document.get("schema") if isinstance(document, dict) else type(document).__name__
-        raise ResultsError(f"{path}: schema is {found!r}; expected {SCHEMA!r} from `tfbuild bench`")
+        expected = " or ".join(repr(s) for s in schemas)
+        raise ResultsError(f"{path}: schema is {found!r}; expected {expected}")
     return document
 
 

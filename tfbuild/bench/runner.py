@@ -9,20 +9,24 @@ interrupted session keeps every finished measurement and ``--resume`` continues 
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import secrets
 import socket
+import statistics
 import time
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfbuild import __version__, audit
+from tfbuild import __version__, audit, compare
 from tfbuild.bench import results
-from tfbuild.bench.payload import ITERATIONS, SUITE_VERSION
+from tfbuild.bench.payload import ITERATIONS, SAMPLES, SUITE_VERSION, WARMUP_STEPS
 from tfbuild.bench.peak import fp32_peak
 from tfbuild.bench.suite import BENCHMARKS
+from tfbuild.compare import Design
 from tfbuild.errors import (
     EngineUnavailable,
     IncompatibleWheel,
@@ -72,10 +76,21 @@ class Workspace:
 def payload_config(suite: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "benchmarks": suite["benchmarks"],
-        "warmup": suite["warmup"],
-        "samples": suite["samples"],
         "intra_op": config["intra_op"],
         "inter_op": config["inter_op"],
+    }
+
+
+def design_of(suite: SuiteSettings) -> dict[str, Any]:
+    """How the session decides its rounds, as recorded in results (see compare.Design)."""
+    if not suite.sequential:
+        return {"kind": "fixed", "rounds": suite.rounds}
+    return {
+        "kind": "sequential",
+        "min_rounds": suite.min_rounds,
+        "max_rounds": suite.max_rounds,
+        "budget_s": suite.budget_s,
+        "resolve": suite.resolve,
     }
 
 
@@ -116,7 +131,9 @@ def new_document(plan: Plan, options: BenchOptions) -> dict[str, Any]:
             "argv": list(options.argv),
             "matrix": str(plan.matrix.path),
             "seed": seed,
-            "rounds": suite.rounds,
+            "design": design_of(suite),
+            "stop": None,
+            "elapsed_s": 0.0,
             "preset": options.preset,
             "cpus": list(options.cpus) if options.cpus else None,
             "runtime": options.runtime,
@@ -134,9 +151,9 @@ def new_document(plan: Plan, options: BenchOptions) -> dict[str, Any]:
         "suite": {
             "version": SUITE_VERSION,
             "benchmarks": list(suite.benchmarks),
-            "warmup": suite.warmup,
-            "samples": suite.samples,
+            "warmup_steps": WARMUP_STEPS,
             "iterations": {b: ITERATIONS[b] for b in suite.benchmarks},
+            "samples": {b: SAMPLES[b] for b in suite.benchmarks},
             "units": {b: BENCHMARKS[b].unit for b in suite.benchmarks},
         },
         "baseline": {
@@ -153,6 +170,7 @@ def new_document(plan: Plan, options: BenchOptions) -> dict[str, Any]:
         "configs": configs,
         "failures": [],
         "order": [],
+        "looks": [],
         "runs": [],
     }
 
@@ -270,7 +288,7 @@ def _prepare_variant(
         return None
     reporter.running(f"smoke test {name}")
     outcome = runtime.run(
-        {"benchmarks": [], "warmup": 0, "samples": 0, "intra_op": None, "inter_op": None},
+        {"benchmarks": [], "intra_op": None, "inter_op": None},
         {},
         options.cpus,
         options.timeout,
@@ -301,25 +319,164 @@ def _check_current(variant: Variant, manifest: Mapping[str, Any], plan: Plan) ->
         )
 
 
-def schedule(document: dict[str, Any]) -> None:
-    """Add the A/A copy of the baseline and draw every round's order from the seed."""
+def add_aa(document: dict[str, Any]) -> None:
+    """Add the A/A copy of the baseline: the baseline's config under a second label."""
     ready = {n for n, v in document["variants"].items() if v["status"] == "ready"}
-    runnable = [c for c in document["configs"] if c["variant"] in ready and not c["aa"]]
     baseline_key = document["baseline"]["config"]
-    base = next((c for c in runnable if c["key"] == baseline_key), None)
+    base = next(
+        (c for c in document["configs"] if c["key"] == baseline_key and c["variant"] in ready),
+        None,
+    )
     if base is not None:
         aa = {**base, "key": baseline_key + results.AA_SUFFIX, "aa": True}
         document["configs"].append(aa)
         document["baseline"]["aa_config"] = aa["key"]
-        runnable.append(aa)
-    keys = [c["key"] for c in runnable]
-    rng = random.Random(document["session"]["seed"])
-    orders = []
-    for _ in range(document["session"]["rounds"]):
-        order = list(keys)
-        rng.shuffle(order)
-        orders.append(order)
-    document["order"] = orders
+
+
+def round_order(document: Mapping[str, Any], round_: int, keys: Sequence[str]) -> list[str]:
+    """Round `round_`'s order of `keys`: a shuffle drawn from the session's seed and the round
+    number, so a resumed session draws the same orders."""
+    order = sorted(keys)
+    random.Random(f"{document['session']['seed']}:{round_}").shuffle(order)
+    return order
+
+
+@dataclass
+class Schedule:
+    """Which configs still run, and when the session stops."""
+
+    document: dict[str, Any]
+    design: Design
+    aa: str | None
+    """The A/A copy: without it (the baseline cannot run) nothing can be stopped early."""
+    active: list[str]
+    always: list[str]
+    """The baseline and its A/A copy: they run every round."""
+    rounds: compare.Rounds = dataclasses.field(default_factory=lambda: compare.Rounds({}))
+    seen: int = 0
+    """Runs of the document already in `rounds`."""
+
+    @classmethod
+    def of(cls, document: dict[str, Any]) -> Schedule:
+        ready = {n for n, v in document["variants"].items() if v["status"] == "ready"}
+        runnable = [c["key"] for c in document["configs"] if c["variant"] in ready]
+        base = document["baseline"]
+        always = [k for k in (base["config"], base.get("aa_config")) if k in runnable]
+        design = Design.of(document)
+        active = list(runnable)
+        for look in document.get("looks") or []:
+            out = {e["config"] for e in look["eliminated"]}
+            active = [c for c in active if c not in out]
+        return cls(document, design, base.get("aa_config"), active, always)
+
+    @property
+    def rounds_started(self) -> int:
+        return len(self.document["order"])
+
+    def limit(self) -> int:
+        if not self.design.sequential:
+            return int(self.document["session"]["design"]["rounds"])
+        return self.design.horizon or self.design.first
+
+    def look(self, reporter: Reporter, elapsed: float) -> dict[str, Any] | None:
+        """After a finished round: eliminate configs shown slower than another, and stop when
+        the leading tier is resolved. Returns the stop record, if the session is to stop."""
+        document, design = self.document, self.design
+        r = self.rounds_started
+        if not design.sequential or self.aa is None or r not in design.schedule:
+            return None
+        session_id = str(document["session"]["id"])
+        for run in document["runs"][self.seen :]:
+            self.rounds.add(session_id, run)
+        self.seen = len(document["runs"])
+        logs = self.rounds
+        timeline = compare.Timeline(tuple(n for n in design.schedule if n <= r), design.horizon)
+        setup = compare.make_setup(document, _compared(document), logs, design, self.aa, timeline)
+        look = compare.take_look(setup, logs, self.active, r)
+        strongest: dict[str, compare.Out] = {}
+        for claim in look.out:  # the strongest claim about each config comes first
+            strongest.setdefault(claim.config, claim)
+        out = [c for k, c in strongest.items() if k in self.active and k not in self.always]
+        gone = {c.config for c in out}
+        lead = [c for c in look.leading if c != setup.baseline and c not in gone]
+        left: int | None = None
+        if design.resolve is not None and look.resolution > design.resolve:
+            left = compare.rounds_to_resolve(setup, look.estimates, lead, design.resolve)
+        document["looks"].append(
+            {
+                "round": r,
+                "elapsed_s": round(elapsed, 1),
+                "active": list(self.active),
+                "eliminated": [
+                    {
+                        "config": c.config,
+                        "slower_than": c.than,
+                        "ratio": c.ratio,
+                        "upper": c.upper,
+                    }
+                    for c in out
+                ],
+                "leading": look.leading,
+                "resolution": look.resolution,
+                "margin": look.margin,
+                "estimates": {
+                    c: {"ratio": e.ratio, "low": e.low, "high": e.high, "rounds": e.rounds}
+                    for c, e in look.estimates.items()
+                    if c in self.active
+                },
+                "rounds_left": left,
+            }
+        )
+        self.active = [c for c in self.active if c not in {e.config for e in out}]
+        for c in out:
+            reporter.note(
+                f"out after round {r}: {c.config} trails {c.than} ({c.ratio:.3f}x paired by "
+                f"round, beyond the one-sided bound); the configs left still hold the fastest"
+            )
+        if not lead:
+            summary = f"only the baseline {setup.baseline} can be the fastest"
+        else:
+            summary = (
+                f"{len(lead)} {'config' if len(lead) == 1 else 'configs'} besides the baseline "
+                f"could be the fastest, known to {_pct(look.resolution)} (target "
+                f"{_pct(design.resolve)})"
+            )
+        reporter.note(
+            f"after round {r}: {summary}; {len(self.active)} configs run"
+            + (f"; about {left} more rounds" if left else "")
+        )
+        if not lead:
+            return {
+                "reason": "resolved",
+                "round": r,
+                "message": f"every other config is shown slower than the baseline "
+                f"{setup.baseline} after {r} rounds",
+            }
+        if design.resolve is not None and look.resolution <= design.resolve:
+            return {
+                "reason": "resolved",
+                "round": r,
+                "message": f"the leading tier is resolved to {_pct(look.resolution)} (target "
+                f"{_pct(design.resolve)}) after {r} rounds",
+            }
+        return None
+
+
+def _pct(value: float | None) -> str:
+    if value is None:
+        return "none"
+    return f"±{value:.1%}" if math.isfinite(value) else "±inf"
+
+
+def _compared(document: Mapping[str, Any]) -> list[str]:
+    base = document["baseline"]
+    return [
+        c["key"]
+        for c in document["configs"]
+        if not c.get("aa")
+        and c["key"] != base["config"]
+        and document["variants"][c["variant"]]["status"] == "ready"
+    ]
 
 
 def run_rounds(
@@ -327,51 +484,184 @@ def run_rounds(
     runtimes: Mapping[str, RuntimeEnv],
     reporter: Reporter,
     save: Any,
+    clock: Callable[[], float],
 ) -> None:
+    """Run rounds until the design says stop: a fixed number, or (sequential) until the leading
+    tier is resolved, the budget would run out in the next round, or the horizon is reached."""
     session = document["session"]
     cpus = session["cpus"]
     timeout = session["timeout_s"]
     configs = {c["key"]: c for c in document["configs"]}
+    plan = Schedule.of(document)
+    design = plan.design
     done = results.finished_runs(document)
-    todo = [
-        (r, pos, key)
-        for r, order in enumerate(document["order"])
-        for pos, key in enumerate(order)
-        if (r, key) not in done
-    ]
-    rounds = len(document["order"])
-    reporter.start(len(todo), f"benchmarking {len(configs)} configs x {rounds} rounds")
-    for r, pos, key in todo:
-        config = configs[key]
-        label = f"round {r + 1}/{rounds}: {key}"
-        reporter.running(label)
-        started = results.now()
-        outcome = runtimes[config["variant"]].run(
-            payload_config(document["suite"], config), config["env"], cpus, timeout
-        )
-        failure = results.classify(outcome, timeout)
-        result = outcome.result or {}
-        document["runs"].append(
-            {
+    reporter.start(
+        _expected_runs(plan, clock()),
+        f"benchmarking {len(plan.active)} configs ({_describe(design)})",
+    )
+    stop: dict[str, Any] | None = None
+    looked = {look["round"] for look in document["looks"]}
+    last = plan.rounds_started
+    if last and last not in looked and _round_done(document, last - 1, done):
+        stop = plan.look(reporter, clock())  # stopped after a round, before its look
+    while stop is None:
+        r = plan.rounds_started
+        if r == len(document["order"]) and r > 0 and not _round_done(document, r - 1, done):
+            r -= 1  # an interrupted round: finish it first
+        elif r >= plan.limit():
+            stop = _stop_at_limit(design, r)
+            break
+        elif design.sequential and r >= 2 and not _fits(document, plan, clock()):
+            stop = {
+                "reason": "budget",
                 "round": r,
-                "position": pos,
-                "config": key,
-                "status": "failed" if failure else "ok",
-                "started_at": started,
-                "wall_s": outcome.wall_s,
-                "import_s": result.get("import_s"),
-                "threads": result.get("threads"),
-                "benchmarks": result.get("benchmarks", {}),
-                "failure": failure,
+                "message": f"the budget of {(design.budget_s or 0) / 60:.0f} min would run out "
+                f"during round {r + 1}; stopped after {r} rounds",
             }
-        )
+            break
+        else:
+            document["order"].append(round_order(document, r, plan.active))
+        order = document["order"][r]
+        for pos, key in enumerate(order):
+            if (r, key) in done:
+                continue
+            label = f"round {r + 1}: {key}"
+            reporter.running(label)
+            _run_one(
+                document,
+                runtimes[configs[key]["variant"]],
+                configs[key],
+                r,
+                pos,
+                cpus,
+                timeout,
+                reporter,
+            )
+            done.add((r, key))
+            session["elapsed_s"] = round(clock(), 1)
+            save()
+            reporter.advance(label)
+        stop = plan.look(reporter, clock())
+        reporter.retotal(_expected_runs(plan, clock()))
         save()
-        if failure:
-            reporter.note(f"[red]fail[/] {label}: {failure['reason']}")
-        reporter.advance(label)
+    session["stop"] = stop
     session["complete"] = True
     session["finished_at"] = results.now()
+    session["elapsed_s"] = round(clock(), 1)
+    reporter.note(f"stopped: {stop['message']}")
     save()
+
+
+def _describe(design: Design) -> str:
+    if not design.sequential:
+        return "fixed rounds"
+    parts = [f"at least {design.first} rounds"]
+    if design.resolve is not None:
+        parts.append(f"until resolved to ±{design.resolve:.0%}")
+    if design.budget_s is not None:
+        parts.append(f"within {design.budget_s / 60:.0f} min")
+    return ", ".join(parts)
+
+
+def _stop_at_limit(design: Design, r: int) -> dict[str, Any]:
+    if not design.sequential:
+        return {"reason": "fixed", "round": r, "message": f"the {r} rounds of a fixed design"}
+    return {
+        "reason": "max_rounds",
+        "round": r,
+        "message": f"the horizon of {r} rounds (max_rounds) is reached",
+    }
+
+
+def _round_done(document: Mapping[str, Any], r: int, done: set[tuple[int, str]]) -> bool:
+    return all((r, key) in done for key in document["order"][r])
+
+
+def _fits(document: Mapping[str, Any], plan: Schedule, elapsed: float) -> bool:
+    """Whether one more round of the configs still running fits in the budget."""
+    budget = plan.design.budget_s
+    if budget is None:
+        return True
+    walls: dict[str, list[float]] = defaultdict(list)
+    for run in document["runs"]:
+        walls[run["config"]].append(run["wall_s"])
+    every = [w for ws in walls.values() for w in ws] or [0.0]
+    typical = statistics.median(every)
+    needed = sum(statistics.median(walls[c][-3:]) if walls[c] else typical for c in plan.active)
+    return elapsed + needed <= budget
+
+
+def _expected_runs(plan: Schedule, elapsed: float) -> int:
+    """Runs done plus the runs still expected (for the ETA): the rest of the current round,
+    then the rounds to the first look, or after it the rounds the planner gave at the last
+    look (the horizon when it could not tell), capped by what the budget allows."""
+    document = plan.document
+    done = len(document["runs"])
+    looks = document.get("looks") or []
+    started = len(document["order"])
+    if not plan.design.sequential:
+        left_rounds = plan.limit() - started
+    else:
+        planned = looks[-1].get("rounds_left") if looks else None
+        if not looks:
+            left_rounds = max(0, plan.design.first - started)
+        else:
+            left_rounds = planned if planned is not None else plan.limit() - started
+        left_rounds = min(left_rounds, plan.limit() - started)
+        budget = plan.design.budget_s
+        walls = [run["wall_s"] for run in document["runs"]]
+        if budget is not None and walls:
+            per_round = statistics.median(walls) * max(1, len(plan.active))
+            fits = int(max(0.0, budget - elapsed) // per_round)
+            left_rounds = min(left_rounds, max(fits, 2 - started))
+    finished = results.finished_runs(document)
+    current = document["order"][-1] if document["order"] else []
+    unfinished = sum(1 for key in current if (started - 1, key) not in finished)
+    return done + unfinished + max(0, left_rounds) * len(plan.active)
+
+
+def _run_one(
+    document: dict[str, Any],
+    runtime: RuntimeEnv,
+    config: Mapping[str, Any],
+    r: int,
+    pos: int,
+    cpus: Sequence[int] | None,
+    timeout: float,
+    reporter: Reporter,
+) -> None:
+    started = results.now()
+    outcome = runtime.run(payload_config(document["suite"], config), config["env"], cpus, timeout)
+    failure = results.classify(outcome, timeout)
+    result = outcome.result or {}
+    document["runs"].append(
+        {
+            "round": r,
+            "position": pos,
+            "config": config["key"],
+            "status": "failed" if failure else "ok",
+            "started_at": started,
+            "wall_s": outcome.wall_s,
+            **{k: result.get(k) for k in ("import_s", "smoke_s", "payload_s")},
+            "threads": result.get("threads"),
+            "benchmarks": result.get("benchmarks", {}),
+            "failure": failure,
+        }
+    )
+    if failure:
+        reporter.note(f"[red]fail[/] round {r + 1}: {config['key']}: {failure['reason']}")
+
+
+class Clock:
+    """Seconds the session has spent benchmarking, across resumes (the budget counts all of
+    them; preparing runtimes is not counted)."""
+
+    def __init__(self, already: float = 0.0) -> None:
+        self.already = already
+        self.started = time.monotonic()
+
+    def __call__(self) -> float:
+        return self.already + time.monotonic() - self.started
 
 
 def run_session(
@@ -385,14 +675,19 @@ def run_session(
 
     save()
     reporter.note(f"results: {path} (seed {document['session']['seed']})")
+    started = time.monotonic()
     runtimes = prepare(document, plan, options, workspace, reporter, save)
-    schedule(document)
+    add_aa(document)
+    # The budget buys measurement: fetching, installing and smoke tests (cached after the first
+    # session) are not part of it.
+    document["session"]["prepare_s"] = round(time.monotonic() - started, 1)
     save()
     if document["baseline"]["aa_config"] is None:
         reporter.note(
-            "[yellow]warning[/]: the baseline config cannot run, so there is no A/A control"
+            "[yellow]warning[/]: the baseline config cannot run, so there is no A/A control "
+            "and no config can be stopped early"
         )
-    run_rounds(document, runtimes, reporter, save)
+    run_rounds(document, runtimes, reporter, save, Clock())
     return path
 
 
@@ -403,9 +698,10 @@ def resume_session(path: Path, workspace: Workspace, reporter: Reporter) -> Path
     if session.get("complete"):
         reporter.note(f"{path}: the session is already complete")
         return path
-    if not document["order"]:
+    if "looks" not in document or "design" not in session:
         raise ResultsError(
-            f"{path}: the session stopped before its rounds were scheduled; start a new one"
+            f"{path}: recorded by an older tfbuild (suite v{document['suite']['version']}); "
+            "start a new session"
         )
     made = runtime_options(session, workspace.cache_dir)
     runtimes: dict[str, RuntimeEnv] = {}
@@ -433,7 +729,8 @@ def resume_session(path: Path, workspace: Workspace, reporter: Reporter) -> Path
     def save() -> None:
         results.save(path, document)
 
-    left = sum(len(o) for o in document["order"]) - len(results.finished_runs(document))
-    reporter.note(f"resuming {path}: {len(document['runs'])} runs kept, {left} to go")
-    run_rounds(document, runtimes, reporter, save)
+    reporter.note(
+        f"resuming {path}: {len(document['runs'])} runs and {len(document['looks'])} looks kept"
+    )
+    run_rounds(document, runtimes, reporter, save, Clock(session.get("elapsed_s") or 0.0))
     return path

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUITE_VERSION = 1
+SUITE_VERSION = 2
 
 
 @dataclass(frozen=True)

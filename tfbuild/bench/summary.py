@@ -27,8 +27,10 @@ class Summary:
     """(config, benchmark) -> median throughput over rounds, rounds counted, CV across rounds."""
     aa_ratio: dict[str, float]
     """benchmark -> median throughput of the A/A copy / median of the baseline."""
-    overhead: float | None
-    """Harness time between timed samples, as a fraction of timed time."""
+    phases: dict[str, float]
+    """Mean seconds per benchmark process: where its time went (suite v2 results)."""
+    stop: str | None
+    """Why the session stopped (its design's rule), when it did."""
     peak: dict[str, float]
     """config -> theoretical FP32 peak (GFLOP/s) for the cores it may use."""
     peak_note: str | None
@@ -63,12 +65,6 @@ def summarise(document: dict[str, Any]) -> Summary:
         for b in benchmarks
         if aa and (aa, b) in cells and (base, b) in cells
     }
-    gaps = timed = 0.0
-    for run in document["runs"]:
-        for entry in run["benchmarks"].values():
-            samples = entry.get("samples") or []
-            gaps += sum(entry.get("gaps_s") or [])
-            timed += sum(s["wall_s"] for s in samples[1:])  # gaps sit before samples 2..k
     failures = [(f["variant"], f"{f['stage']}: {f['reason']}") for f in document["failures"]]
     failures += [
         (run["config"], f"round {run['round'] + 1}: {run['failure']['reason']}")
@@ -81,7 +77,8 @@ def summarise(document: dict[str, Any]) -> Summary:
         configs=[c["key"] for c in document["configs"] if any(k[0] == c["key"] for k in cells)],
         cells=cells,
         aa_ratio=aa_ratio,
-        overhead=gaps / timed if timed else None,
+        phases=phases(document),
+        stop=(document["session"].get("stop") or {}).get("message"),
         peak={c["key"]: c["peak"]["gflops"] for c in document["configs"] if c.get("peak")},
         peak_note=next(
             (
@@ -96,6 +93,26 @@ def summarise(document: dict[str, Any]) -> Summary:
         elapsed_s=_elapsed(document["session"]),
         runs=len(document["runs"]),
     )
+
+
+def phases(document: dict[str, Any]) -> dict[str, float]:
+    """Mean seconds per finished process: start and exit, import, smoke check, building,
+    tracing (first call), warm-up, timed samples; empty for results that lack them."""
+    runs = [r for r in document["runs"] if r["status"] == "ok" and r.get("payload_s")]
+    if not runs:
+        return {}
+    totals: dict[str, float] = defaultdict(float)
+    for run in runs:
+        totals["start and exit"] += run["wall_s"] - run["payload_s"]
+        totals["import"] += run.get("import_s") or 0.0
+        totals["smoke check"] += run.get("smoke_s") or 0.0
+        for entry in run["benchmarks"].values():
+            totals["build"] += entry.get("build_s") or 0.0
+            totals["trace"] += entry.get("trace_s") or 0.0
+            totals["warm-up"] += entry.get("warmup_s") or 0.0
+            totals["timed"] += sum(x["wall_s"] for x in entry.get("samples") or [])
+        totals["process"] += run["wall_s"]
+    return {k: v / len(runs) for k, v in totals.items()}
 
 
 def _elapsed(session: dict[str, Any]) -> float | None:

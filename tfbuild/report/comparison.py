@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
@@ -12,48 +14,86 @@ from rich.table import Table
 from rich.text import Text
 
 from tfbuild.bench.suite import CONTRASTS
-from tfbuild.compare import OVERALL, Change, Estimate, HostReport
+from tfbuild.compare import ALPHA, OVERALL, SPLIT, Change, Estimate, HostReport
 
-COMPARE_SCHEMA = "tfbuild.compare/1"
-MARK = {"faster": "+", "slower": "-", "tie": "", "baseline": ""}
+COMPARE_SCHEMA = "tfbuild.compare/2"
+MARK = {"faster": "+", "slower": "-", "equivalent": "=", "undecided": "?", "baseline": ""}
+STYLE = {"faster": "green", "slower": "red", "equivalent": "cyan", "undecided": "yellow"}
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def pct(value: float) -> str:
-    return f"{value:.1%}"
+    """A fraction as a percentage; beyond 1000 % (an interval from very few rounds) it says
+    only that."""
+    return f"{value:.1%}" if value <= 10.0 else ">1000%"
+
+
+def bound(value: float) -> str:
+    if value > 999.0:
+        return ">999"
+    return f"{value:.3f}" if value >= 0.001 else "<0.001"
 
 
 def ratio_text(e: Estimate) -> str:
     if e.verdict == "baseline":
         return "1.00x (baseline)"
-    return f"{e.ratio:.3f}x [{e.low:.3f}, {e.high:.3f}]"
+    return f"{e.ratio:.3f}x [{bound(e.low)}, {bound(e.high)}]"
 
 
-def p_text(e: Estimate) -> str:
-    return "-" if e.verdict == "baseline" else f"{e.p_holm:.3g}"
+def design_line(r: HostReport) -> str:
+    d = r.design
+    if not d.sequential:
+        return f"Design: fixed, {r.rounds} rounds for every config"
+    text = (
+        f"Design: sequential, at least {d.first} rounds, then only configs still in contention "
+        f"(error control spread over {d.horizon} rounds)"
+    )
+    if r.stop:
+        text += f"; stopped: {r.stop['message']}"
+    return text
 
 
 def header_lines(r: HostReport) -> list[str]:
     lines = [
         f"Host: {r.host_key}",
         f"Sessions: {', '.join(r.sessions)}",
-        f"Baseline: {r.baseline}; {r.rounds} rounds; {len(r.benchmarks)} benchmarks",
+        f"Baseline: {r.baseline} (its two processes per round averaged); {r.rounds} rounds; "
+        f"{len(r.benchmarks)} benchmarks",
+        design_line(r),
         (
-            f"Practical threshold: {pct(r.thresholds[OVERALL])} overall "
-            f"(the larger of 2 % and the A/A spread)"
+            f"Error control: every claim below holds together with probability at least "
+            f"{1 - ALPHA:.0%} (verdicts {SPLIT['ranking']:.1%}, which could be the fastest "
+            f"{SPLIT['selection']:.1%}, per benchmark {SPLIT['benchmarks']:.1%}, seed "
+            f"experiments {SPLIT['experiments']:.1%}; Bonferroni within each"
+            + ("; alpha spending over the looks" if r.design.sequential else "")
+            + ")"
         ),
+        f"Margin: {r.margin_source}",
     ]
     if OVERALL in r.aa:
         aa = r.aa[OVERALL]
+        lines.append(f"A/A control (the baseline against its copy): {ratio_text(aa)}, {aa.verdict}")
+    lead = [c for c in r.tiers[0] if c != r.baseline] if r.tiers else []
+    target = f" (target ±{r.design.resolve:.1%})" if r.design.resolve is not None else ""
+    lines.append(
+        f"Leading tier resolved to ±{pct(r.resolution)}{target}: the widest interval of a "
+        "config that could be the fastest"
+        if lead
+        else "Leading tier: the baseline alone (no other config can be the fastest)"
+    )
+    if r.fixed_equivalent is not None and r.resolution <= 1.0:
+        rounds, processes = r.fixed_equivalent
+        change = 1 - r.processes / processes
         lines.append(
-            f"A/A control: {aa.ratio:.3f}x [{aa.low:.3f}, {aa.high:.3f}], p = {aa.p:.3g} "
-            f"({'differs: too noisy' if aa.verdict != 'tie' else 'no difference, as expected'})"
+            f"This session ran {r.processes} benchmark processes; a fixed design (every config "
+            f"every round) would need {rounds} rounds, {processes} processes, to resolve its "
+            f"leading tier as well ({abs(change):.0%} {'fewer' if change >= 0 else 'more'} here)"
         )
-    if OVERALL in r.mde:
-        lines.append(
-            f"Smallest difference this session could detect (80 % power): "
-            f"{pct(r.mde[OVERALL])} overall; per benchmark "
-            + ", ".join(f"{b} {pct(r.mde[b])}" for b in r.benchmarks if b in r.mde)
-        )
+    lines.append(
+        f"Smallest difference called faster or slower with 80 % power here: {pct(r.detectable)} "
+        "(a config with the median noise and rounds; after multiplicity, alpha spending and the "
+        "margin)"
+    )
     return lines
 
 
@@ -61,16 +101,56 @@ def tier_of(r: HostReport) -> dict[str, int]:
     return {config: i + 1 for i, tier in enumerate(r.tiers) for config in tier}
 
 
+def status_text(r: HostReport, config: str) -> str:
+    if config in (r.tiers[0] if r.tiers else []):
+        return "leading"
+    claim = next((c for c in r.out if c.config == config), None)
+    if claim is None:
+        return ""
+    when = f" after round {claim.round}" if r.design.sequential else ""
+    return f"out{when} (trails {claim.than}: {claim.ratio:.3f}x)"
+
+
+def ranking_rows(r: HostReport) -> list[list[str]]:
+    tiers = tier_of(r)
+    rows = []
+    for e in r.ranking:
+        flags = r.flags.get(e.config)
+        rows.append(
+            [
+                str(tiers.get(e.config, "")),
+                e.config,
+                ratio_text(e),
+                str(e.rounds),
+                e.verdict,
+                status_text(r, e.config),
+                flags.text() if flags and not flags.clean else "",
+            ]
+        )
+    return rows
+
+
+RANKING_HEADER = [
+    "tier",
+    "config",
+    "speed vs baseline [simultaneous CI]",
+    "rounds",
+    "verdict",
+    "status",
+    "flags",
+]
+
+
 def cell(r: HostReport, config: str, bench: str) -> str:
-    e = r.estimates.get((config, bench))
     if config == r.baseline:
         return "1.000"
+    e = r.estimates.get((config, bench))
     if e is None:
         return "n/a"
     return f"{e.ratio:.3f}{MARK[e.verdict]}"
 
 
-CONTRAST_HEADER = ("experiment", "ratio [95% CI]", "Holm p", "verdict", "what the write-up found")
+CONTRAST_HEADER = ("experiment", "ratio [simultaneous CI]", "verdict", "what the write-up found")
 
 
 def contrast_title(r: HostReport) -> str:
@@ -82,36 +162,61 @@ def contrast_title(r: HostReport) -> str:
 
 def contrast_rows(r: HostReport) -> list[list[str]]:
     seeds = {c.name: c.seed for c in CONTRASTS}
-    return [
-        [
-            e.benchmark,
-            f"{e.ratio:.3f}x [{e.low:.3f}, {e.high:.3f}]",
-            p_text(e),
-            e.verdict,
-            seeds[e.benchmark],
-        ]
-        for e in r.contrasts
-    ]
+    return [[e.benchmark, ratio_text(e), e.verdict, seeds[e.benchmark]] for e in r.contrasts]
+
+
+LOOK_HEADER = ["after round", "running", "leading tier", "resolved to", "margin", "out now"]
+
+
+def look_rows(r: HostReport) -> list[list[str]]:
+    rows = []
+    for look in r.looks:
+        out = "; ".join(f"{e['config']} (trails {e['slower_than']})" for e in look["eliminated"])
+        rows.append(
+            [
+                str(look["round"]),
+                str(len(look["active"])),
+                str(len(look["leading"])),
+                f"±{pct(look['resolution'])}",
+                pct(look["margin"]),
+                out,
+            ]
+        )
+    return rows
 
 
 def choice_lines(r: HostReport) -> list[str]:
+    """The 'use this' block: every value quoted for a POSIX shell."""
     c = r.choice
     if c is None:
         return ["Nothing to recommend: no config has results."]
-    lines = [f"Use {c.variant} with tuning {c.tuning}: {c.reason}."]
+    lines = [f"# Use {c.variant} with tuning {c.tuning}: {c.reason}."]
     if c.wheel:
-        lines.append(f"wheel: {c.wheel}")
-        lines.append(f"sha256: {c.sha256}")
+        lines.append(f"# wheel: {c.wheel}")
+        lines.append(f"# sha256: {c.sha256}")
     lines += c.install
-    lines += [f"export {k}={v}" for k, v in c.env.items()]
+    for key, value in c.env.items():
+        if _ENV_NAME.fullmatch(key):
+            lines.append(f"export {key}={shlex.quote(value)}")
+        else:
+            lines.append(f"# not a variable name, left out: {key!r}")
     if c.threading:
         lines.append("# in Python, before TensorFlow runs any op:")
-        lines += c.threading
+        lines += [f"#   {t}" for t in c.threading]
     return lines
 
 
 # --------------------------------------------------------------------------------------------
 # Terminal
+
+
+def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in header:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def compare_view(reports: Sequence[HostReport]) -> Group:
@@ -120,41 +225,38 @@ def compare_view(reports: Sequence[HostReport]) -> Group:
         parts.append(Text("\n".join(header_lines(r)), style="bold"))
         for warning in r.warnings:
             parts.append(Text(f"warning: {warning}", style="yellow"))
-        tiers = tier_of(r)
+        for problem in r.replay:
+            parts.append(Text(f"replay: {problem}", style="red"))
         ranking = Table(
-            title="Ranking (geometric mean over benchmarks, vs the baseline)", title_justify="left"
+            title=f"Ranking (geometric mean over benchmarks, vs the baseline; tier 1 could be "
+            f"the fastest: it holds a fastest config with probability at least "
+            f"{1 - SPLIT['selection']:.1%}; tier 2 is out)",
+            title_justify="left",
         )
-        for column in ("tier", "config", "speed vs baseline [95% CI]", "Holm p", "verdict"):
-            ranking.add_column(column, justify="right" if column != "config" else "left")
-        for e in r.ranking:
-            style = {"faster": "green", "slower": "red"}.get(e.verdict, "")
-            ranking.add_row(
-                str(tiers.get(e.config, "")),
-                e.config,
-                ratio_text(e),
-                p_text(e),
-                Text(e.verdict, style=style),
+        for column in RANKING_HEADER:
+            left = column in ("config", "status", "flags")
+            ranking.add_column(
+                column, justify="left" if left else "right", overflow="fold" if left else "ellipsis"
             )
+        for row in ranking_rows(r):
+            verdict = row[4]
+            ranking.add_row(*row[:4], Text(verdict, style=STYLE.get(verdict, "")), *row[5:])
         parts.append(ranking)
         per = Table(
-            title="Per benchmark: speed vs baseline (+ faster, - slower: significant and "
-            "beyond the threshold)",
+            title="Per benchmark: speed vs baseline (+ faster, - slower, = equivalent, "
+            "? undecided; margin under each benchmark)",
             title_justify="left",
         )
         per.add_column("config", overflow="fold")
         for bench in r.benchmarks:
-            per.add_column(f"{bench}\n±{pct(r.thresholds[bench])}", justify="right")
+            per.add_column(f"{bench}\n±{pct(r.margins[bench])}", justify="right")
         for e in r.ranking:
             per.add_row(e.config, *(cell(r, e.config, b) for b in r.benchmarks))
         parts.append(per)
+        if r.looks:
+            parts.append(_table("Looks (at the scheduled rounds)", LOOK_HEADER, look_rows(r)))
         if r.contrasts:
-            seeds = Table(title=contrast_title(r), title_justify="left")
-            for column in CONTRAST_HEADER:
-                numeric = column in ("ratio [95% CI]", "Holm p")
-                seeds.add_column(column, justify="right" if numeric else "left")
-            for row in contrast_rows(r):
-                seeds.add_row(*row)
-            parts.append(seeds)
+            parts.append(_table(contrast_title(r), CONTRAST_HEADER, contrast_rows(r)))
         for failure in r.failures:
             parts.append(Text(f"failed {failure.who}: {failure.reason}", style="red"))
         parts.append(Text("Use this", style="bold underline"))
@@ -186,7 +288,7 @@ def gate_view(changes: Sequence[Change], fail_above: float) -> Group:
 # Markdown
 
 
-def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return out
@@ -198,30 +300,28 @@ def compare_markdown(reports: Sequence[HostReport]) -> str:
         lines += [f"## {r.host_key}", ""]
         lines += [f"- {line}" for line in header_lines(r)[1:]]
         lines += [f"- **warning**: {w}" for w in r.warnings]
-        tiers = tier_of(r)
+        lines += [f"- **replay**: {p}" for p in r.replay]
         lines += ["", "### Ranking", ""]
-        lines += _md_table(
-            ["tier", "config", "speed vs baseline [95% CI]", "Holm p", "verdict"],
-            [
-                [str(tiers.get(e.config, "")), f"`{e.config}`", ratio_text(e), p_text(e), e.verdict]
-                for e in r.ranking
-            ],
-        )
+        rows = [[row[0], f"`{row[1]}`", *row[2:]] for row in ranking_rows(r)]
+        lines += md_table(RANKING_HEADER, rows)
         lines += [
             "",
             "### Per benchmark",
             "",
-            "Speed vs baseline; `+` faster, `-` slower (significant and beyond the "
-            "threshold shown under each benchmark).",
+            "Speed vs baseline; `+` faster, `-` slower, `=` equivalent, `?` undecided (the "
+            "margin is shown under each benchmark).",
             "",
         ]
-        lines += _md_table(
-            ["config", *(f"{b} (±{pct(r.thresholds[b])})" for b in r.benchmarks)],
+        lines += md_table(
+            ["config", *(f"{b} (±{pct(r.margins[b])})" for b in r.benchmarks)],
             [[f"`{e.config}`", *(cell(r, e.config, b) for b in r.benchmarks)] for e in r.ranking],
         )
+        if r.looks:
+            lines += ["", "### Looks", ""]
+            lines += md_table(LOOK_HEADER, look_rows(r))
         if r.contrasts:
             lines += ["", "### Seed experiments", "", contrast_title(r) + ".", ""]
-            lines += _md_table(CONTRAST_HEADER, contrast_rows(r))
+            lines += md_table(CONTRAST_HEADER, contrast_rows(r))
         if r.failures:
             lines += ["", "### Failed", ""]
             lines += [f"- `{f.who}`: {f.reason}" for f in r.failures]
@@ -244,7 +344,7 @@ def gate_markdown(changes: Sequence[Change], fail_above: float) -> str:
         [
             f"## Against the previous results (fail above {pct(fail_above)})",
             "",
-            *_md_table(["config", "benchmark", "new / old [95% CI]", "Holm p", ""], rows),
+            *md_table(["config", "benchmark", "new / old [95% CI]", "Holm p", ""], rows),
             "",
         ]
     )
@@ -260,7 +360,7 @@ def _finite(value: float) -> float | None:
 
 def _estimate_json(e: Estimate) -> dict[str, Any]:
     data = asdict(e)
-    for key in ("ratio", "low", "high", "p", "p_holm"):
+    for key in ("ratio", "low", "high", "p", "level", "sd"):
         data[key] = _finite(data[key])
     return data
 
@@ -270,20 +370,32 @@ def compare_json(
 ) -> dict[str, Any]:
     return {
         "schema": COMPARE_SCHEMA,
+        "alpha": ALPHA,
+        "alpha_split": SPLIT,
         "hosts": [
             {
                 "host": r.host_key,
                 "sessions": r.sessions,
+                "design": asdict(r.design),
+                "stop": r.stop,
                 "baseline": r.baseline,
                 "rounds": r.rounds,
                 "benchmarks": r.benchmarks,
                 "units": r.units,
-                "thresholds": r.thresholds,
-                "minimum_detectable": {k: _finite(v) for k, v in r.mde.items()},
+                "margins": r.margins,
+                "margin_source": r.margin_source,
+                "detectable": _finite(r.detectable),
+                "resolution": _finite(r.resolution),
+                "fixed_equivalent": r.fixed_equivalent,
+                "processes": r.processes,
                 "aa": {k: _estimate_json(v) for k, v in r.aa.items()},
                 "warnings": r.warnings,
+                "replay": r.replay,
                 "ranking": [_estimate_json(e) for e in r.ranking],
                 "tiers": r.tiers,
+                "out": [asdict(c) for c in r.out],
+                "looks": r.looks,
+                "flags": {c: asdict(f) for c, f in r.flags.items()},
                 "estimates": [_estimate_json(e) for e in r.estimates.values()],
                 "failures": [asdict(f) for f in r.failures],
                 "choice": asdict(r.choice) if r.choice else None,

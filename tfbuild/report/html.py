@@ -11,20 +11,27 @@ from typing import Any
 import jinja2
 
 from tfbuild import __version__
-from tfbuild.compare import OVERALL, HostReport
+from tfbuild.compare import OVERALL, SPLIT, HostReport
 from tfbuild.report.comparison import (
     CONTRAST_HEADER,
+    LOOK_HEADER,
+    RANKING_HEADER,
     choice_lines,
     contrast_rows,
     contrast_title,
     header_lines,
-    p_text,
-    ratio_text,
-    tier_of,
+    look_rows,
+    ranking_rows,
 )
 from tfbuild.resources import data_path
 
-COLOURS = {"faster": "#2e7d32", "slower": "#c62828", "tie": "#78909c", "baseline": "#1565c0"}
+COLOURS = {
+    "faster": "#2e7d32",
+    "slower": "#c62828",
+    "equivalent": "#00838f",
+    "undecided": "#f9a825",
+    "baseline": "#1565c0",
+}
 
 
 def _png(figure: Any) -> str:
@@ -71,12 +78,12 @@ def speedup_chart(r: HostReport) -> str:
                     capsize=3,
                     linewidth=1,
                 )
-        band = r.thresholds[bench]
+        band = r.margins[bench]
         ax.axvspan(1 / (1 + band), 1 + band, color="#eeeeee", zorder=0)
         ax.axvline(1.0, color="black", linewidth=0.8)
         ax.set_yticks(range(len(configs)), configs, fontsize=8)
         ax.invert_yaxis()
-        ax.set_title(f"{bench} (grey band: ±{band:.1%} threshold)", fontsize=9)
+        ax.set_title(f"{bench} (grey band: ±{band:.1%} margin)", fontsize=9)
         ax.set_xlabel("speed vs baseline (x)", fontsize=8)
         ax.tick_params(axis="x", labelsize=8)
     for ax in list(axes.flat)[len(panels) :]:
@@ -181,25 +188,18 @@ def compare_html(reports: Sequence[HostReport]) -> str:
     )
     hosts = []
     for r in reports:
-        tiers = tier_of(r)
         hosts.append(
             {
                 "key": r.host_key,
                 "header": header_lines(r),
-                "warnings": r.warnings,
+                "warnings": [*r.warnings, *(f"replay: {p}" for p in r.replay)],
                 "host_rows": _host_rows(r.host),
-                "ranking": [
-                    {
-                        "tier": tiers.get(e.config, ""),
-                        "config": e.config,
-                        "ratio": ratio_text(e),
-                        "p": p_text(e),
-                        "verdict": e.verdict,
-                    }
-                    for e in r.ranking
-                ],
+                "ranking_header": RANKING_HEADER,
+                "ranking": ranking_rows(r),
+                "look_header": LOOK_HEADER,
+                "looks": look_rows(r),
                 "benchmarks": r.benchmarks,
-                "thresholds": r.thresholds,
+                "margins": r.margins,
                 "cells": {
                     (e.config, b): r.estimates.get((e.config, b))
                     for e in r.ranking
@@ -218,4 +218,6 @@ def compare_html(reports: Sequence[HostReport]) -> str:
             }
         )
     template = environment.get_template("compare.html.j2")
-    return template.render(hosts=hosts, version=__version__)
+    return template.render(
+        hosts=hosts, version=__version__, selection_level=f"{1 - SPLIT['selection']:.1%}"
+    )
