@@ -129,6 +129,7 @@ def new_document(plan: Plan, options: BenchOptions) -> dict[str, Any]:
             "complete": False,
             "tfbuild_version": __version__,
             "argv": list(options.argv),
+            "cwd": str(Path.cwd()),
             "matrix": str(plan.matrix.path),
             "seed": seed,
             "design": design_of(suite),
