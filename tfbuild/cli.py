@@ -109,6 +109,32 @@ def cache_option(f: F) -> F:
     )(f)
 
 
+SEED_OPTION = click.option(
+    "--seed", type=int, help="Seed for the run order (default: random, recorded)."
+)
+RUNTIME_OPTION = click.option(
+    "--runtime",
+    type=click.Choice(["auto", "local", "docker"]),
+    default="auto",
+    show_default=True,
+    help="auto: Docker for variants that ask for it (source builds) when an engine is "
+    "reachable, else local venvs.",
+)
+QUIET_OPTION = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+
+
+def results_option(help_text: str) -> Callable[[F], F]:
+    return click.option(
+        "--results",
+        "results_dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        default="results",
+        envvar="TFBUILD_RESULTS",
+        show_default=True,
+        help=help_text,
+    )
+
+
 def session_options(f: F) -> F:
     """Options shared by `bench` and `run`: suite size, order, pinning, runtime, outputs."""
     decorators = [
@@ -138,34 +164,17 @@ def session_options(f: F) -> F:
             type=click.IntRange(1, 1000),
             help="A fixed design instead: every config runs exactly this many rounds.",
         ),
-        click.option(
-            "--seed", type=int, help="Seed for the run order (default: random, recorded)."
-        ),
+        SEED_OPTION,
         click.option("--cpus", help="Pin every benchmark process to these CPUs, e.g. 0 or 0,1."),
-        click.option(
-            "--runtime",
-            type=click.Choice(["auto", "local", "docker"]),
-            default="auto",
-            show_default=True,
-            help="auto: Docker for variants that ask for it (source builds) when an engine is "
-            "reachable, else local venvs.",
-        ),
-        click.option(
-            "--results",
-            "results_dir",
-            type=click.Path(path_type=Path, file_okay=False),
-            default="results",
-            envvar="TFBUILD_RESULTS",
-            show_default=True,
-            help="Folder for results files (and run's report.html).",
-        ),
+        RUNTIME_OPTION,
+        results_option("Folder for results files (and run's report.html)."),
         cache_option,
         click.option(
             "--force",
             is_flag=True,
             help="Install and run wheels even when `tfbuild inspect` says they cannot run here.",
         ),
-        click.option("-q", "--quiet", is_flag=True, help="No progress output."),
+        QUIET_OPTION,
     ]
     for decorator in reversed(decorators):
         f = decorator(f)
@@ -685,23 +694,9 @@ def bench(
     show_default=True,
     help="Processes per config (every config once per round, shuffled).",
 )
-@click.option("--seed", type=int, help="Seed for the run order (default: random, recorded).")
-@click.option(
-    "--runtime",
-    type=click.Choice(["auto", "local", "docker"]),
-    default="auto",
-    show_default=True,
-    help="auto: Docker for variants that ask for it when an engine is reachable, else local.",
-)
-@click.option(
-    "--results",
-    "results_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default="results",
-    envvar="TFBUILD_RESULTS",
-    show_default=True,
-    help="Folder for the calibration file.",
-)
+@SEED_OPTION
+@RUNTIME_OPTION
+@results_option("Folder for the calibration file.")
 @cache_option
 @click.option(
     "--report",
@@ -716,7 +711,7 @@ def bench(
     default="table",
     show_default=True,
 )
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@QUIET_OPTION
 @debug_option
 def calibrate(
     matrix_path: Path | None,

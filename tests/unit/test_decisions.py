@@ -4,11 +4,14 @@ stopping, power at the rounds the planner predicts, eliminations, budget, replay
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
+from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_tfbuild
 from replay import false_claims, pool, replay_session, report
 
 from tfbuild import compare, stats
@@ -125,6 +128,24 @@ def test_the_budget_stops_the_session_and_says_so() -> None:
     walls = [run["wall_s"] for run in doc["runs"]]
     assert sum(walls) <= 300.0
     assert len(doc["order"]) >= SEQUENTIAL["min_rounds"]
+
+
+def test_two_rounds_cut_by_the_budget_still_make_a_report(tmp_path: Path) -> None:
+    """A budget that ends the session after two rounds (df 1, levels near zero): intervals
+    reach beyond any printable ratio, the report says so instead of crashing, and claims
+    nothing."""
+    design = {**SEQUENTIAL, "budget_s": 1.0}
+    doc = replay_session(16, design, 8)
+    assert len(doc["order"]) == 2 and doc["session"]["stop"]["reason"] == "budget"
+    r = report(doc)
+    assert not false_claims(r) and not r.out
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(doc))
+    proc = run_tfbuild("compare", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert ">999]" in proc.stdout and "stopped: the budget of 0 min" in " ".join(
+        proc.stdout.split()
+    )
 
 
 def test_replay_notices_an_edited_elimination() -> None:
