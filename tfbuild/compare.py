@@ -895,7 +895,6 @@ def _choice(
     flags: Mapping[str, Flags],
     configs: Mapping[str, Mapping[str, Any]],
     variants: Mapping[str, Mapping[str, Any]],
-    cwd: str | None = None,
 ) -> Choice | None:
     """The config shown faster than the baseline with the best estimate (only a config that
     measured everything in every round), else the baseline; the reason says only what the
@@ -948,7 +947,7 @@ def _choice(
     artifact = variant.get("artifact") or {}
     definition = variant.get("definition") or {}
     install = []
-    wheel = _shown(artifact["wheel"], cwd) if artifact.get("wheel") else None
+    wheel = artifact.get("wheel")
     if wheel:
         constraints = [shlex.quote(c) for c in artifact.get("constraints") or []]
         install.append(" ".join(["pip install", shlex.quote(wheel), *constraints]))
@@ -975,17 +974,6 @@ def _choice(
         env={str(k): str(v) for k, v in (config.get("env") or {}).items()},
         threading=threading,
     )
-
-
-def _shown(path: str, cwd: str | None) -> str:
-    """A recorded wheel path as the user who ran the session would type it in the folder they
-    ran it from (the store records absolute paths); unchanged when it lies elsewhere, or the
-    session did not record its folder. A function of the results alone, never of where
-    `compare` runs."""
-    wheel = Path(path)
-    if cwd and wheel.is_relative_to(cwd):
-        return str(wheel.relative_to(cwd))
-    return path
 
 
 def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> HostReport:
@@ -1046,16 +1034,7 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
     for config, f in flags.items():
         if not f.clean:
             warnings.append(f"{config}: {f.text()}; it is ranked on what it measured")
-    choice = _choice(
-        ranking,
-        lead,
-        setup.baseline,
-        margins[OVERALL],
-        flags,
-        configs,
-        variants,
-        first["session"].get("cwd"),
-    )
+    choice = _choice(ranking, lead, setup.baseline, margins[OVERALL], flags, configs, variants)
     sds = [e.sd for e in estimates.values() if math.isfinite(e.sd)]
     ns = [e.rounds for e in estimates.values()]
     level = setup.timeline.level(SPLIT["ranking"] / setup.family, setup.timeline.last)

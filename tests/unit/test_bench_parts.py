@@ -13,7 +13,7 @@ import pytest
 from cext import build_wheel
 from conftest import REPO
 
-from tfbuild.bench import payload, results, suite
+from tfbuild.bench import payload, results, runner, suite
 from tfbuild.bench.summary import summarise
 from tfbuild.errors import EngineUnavailable
 from tfbuild.fetch import Artifact
@@ -197,3 +197,14 @@ def test_results_load_refuses_other_files(tmp_path: Path) -> None:
     bad.write_text("{")
     with pytest.raises(ResultsError, match="not a JSON results file"):
         results.load(bad)
+
+
+def test_results_record_paths_below_the_session_folder_relative(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wheel in the project's store is recorded as the user types it there (and as the
+    "use this" block prints it); a path elsewhere stays absolute."""
+    monkeypatch.chdir(tmp_path)
+    wheel = tmp_path / "wheels" / "tf2.21-py3.11-stock" / "tf.whl"
+    assert runner.portable(wheel) == "wheels/tf2.21-py3.11-stock/tf.whl"
+    assert runner.portable(Path("/srv/store/tf.whl")) == "/srv/store/tf.whl"

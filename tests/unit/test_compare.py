@@ -147,28 +147,6 @@ def test_use_this_block_names_env_and_threading(tmp_path: Path) -> None:
     assert "pip install wheels/tf2.21-py3.11-fast/fast-2.21.0-py3-none-any.whl" in use
 
 
-@pytest.mark.parametrize(
-    ("cwd", "shown"),
-    [
-        ("/srv/project", "wheels/tf2.21-py3.11-fast/fast.whl"),
-        ("/elsewhere", "/srv/project/wheels/tf2.21-py3.11-fast/fast.whl"),
-        (None, "/srv/project/wheels/tf2.21-py3.11-fast/fast.whl"),
-    ],
-)
-def test_use_this_shows_the_wheel_as_typed_where_the_session_ran(
-    tmp_path: Path, cwd: str | None, shown: str
-) -> None:
-    """The store records absolute paths; the block shows the wheel relative to the folder the
-    session ran from when it lies below it, whatever folder `compare` runs in."""
-    doc = session({"fast:single": 1.3}, seed=2)
-    doc["variants"]["fast"]["artifact"]["wheel"] = "/srv/project/wheels/tf2.21-py3.11-fast/fast.whl"
-    if cwd is not None:
-        doc["session"]["cwd"] = cwd
-    proc = compare(str(write(tmp_path / "s.json", doc)))
-    assert proc.returncode == 0, proc.stderr
-    assert f"pip install {shown}" in proc.stdout.split("Use this", 1)[1]
-
-
 def test_use_this_lines_are_quoted_for_the_shell(tmp_path: Path) -> None:
     """Values from a results file (a shared CI artifact, say) reach the printed shell lines
     only quoted: a list of preloads stays one word, a command substitution stays text."""

@@ -94,6 +94,14 @@ def design_of(suite: SuiteSettings) -> dict[str, Any]:
     }
 
 
+def portable(path: Path) -> str:
+    """A path as a results file records it: relative to the folder the session runs in when it
+    lies below it (what the user types there, and the file stays true when the project moves;
+    `--resume` runs from that folder), else absolute."""
+    here = Path.cwd()
+    return str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
+
+
 def _session_id() -> str:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     host = "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname())[:40]
@@ -129,7 +137,6 @@ def new_document(plan: Plan, options: BenchOptions) -> dict[str, Any]:
             "complete": False,
             "tfbuild_version": __version__,
             "argv": list(options.argv),
-            "cwd": str(Path.cwd()),
             "matrix": str(plan.matrix.path),
             "seed": seed,
             "design": design_of(suite),
@@ -142,7 +149,7 @@ def new_document(plan: Plan, options: BenchOptions) -> dict[str, Any]:
             "pip": dataclasses.asdict(plan.matrix.defaults.pip),
             "runtime_options": {
                 "base_image": plan.matrix.defaults.base_images.runtime,
-                "template_dirs": [str(d) for d in template_dirs(plan.matrix.path)],
+                "template_dirs": [portable(d) for d in template_dirs(plan.matrix.path)],
                 "cpuset": ",".join(map(str, options.cpus)) if options.cpus else None,
                 "nano_cpus": int(options.container_cpus * 1e9) if options.container_cpus else None,
                 "memory": options.memory,
@@ -268,7 +275,7 @@ def _prepare_variant(
                 report, audit.target_for_host(plan.host), f"variant {name!r}"
             )
         entry["manifest"] = artifact.manifest
-        entry["artifact"] = artifact.to_json()
+        entry["artifact"] = {**artifact.to_json(), "wheel": portable(artifact.wheel)}
         reporter.note(
             f"fetch {name}: {artifact.wheel.name} ({'downloaded' if downloaded else 'in store'})"
         )
