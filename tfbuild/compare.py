@@ -326,16 +326,22 @@ class HostReport:
 # Reading rounds
 
 
+def run_values(run: Mapping[str, Any]) -> dict[str, float]:
+    """benchmark -> a finished run's value: the median throughput of its samples."""
+    return {
+        bench: statistics.median(x["throughput"] for x in entry["samples"])
+        for bench, entry in run["benchmarks"].items()
+        if entry.get("samples")
+    }
+
+
 def round_table(sessions: Sequence[Session]) -> dict[tuple[str, str], dict[RoundKey, float]]:
     """(config, benchmark) -> {(session, round): the round's median sample throughput}."""
     table: dict[tuple[str, str], dict[RoundKey, float]] = defaultdict(dict)
     for s in sessions:
         for run in s.document["runs"]:
-            for bench, entry in run["benchmarks"].items():
-                samples = entry.get("samples") or []
-                if samples:
-                    value = statistics.median([x["throughput"] for x in samples])
-                    table[(run["config"], bench)][(s.id, run["round"])] = value
+            for bench, value in run_values(run).items():
+                table[(run["config"], bench)][(s.id, run["round"])] = value
     return table
 
 
@@ -363,13 +369,10 @@ class Rounds:
 
     def add(self, session: str, run: Mapping[str, Any]) -> None:
         """One more finished run (its median sample throughput per benchmark)."""
-        for bench, entry in run["benchmarks"].items():
-            samples = entry.get("samples") or []
-            if samples:
-                value = statistics.median(x["throughput"] for x in samples)
-                self.table.setdefault((run["config"], bench), {})[(session, run["round"])] = (
-                    math.log(value)
-                )
+        for bench, value in run_values(run).items():
+            self.table.setdefault((run["config"], bench), {})[(session, run["round"])] = math.log(
+                value
+            )
         self._levels.clear()
 
     def level(
@@ -388,10 +391,6 @@ class Rounds:
                 k: sum(v) / len(v) for k, v in per_round.items() if len(v) == len(benchmarks)
             }
         return self._levels[key]
-
-
-def log_table(table: Mapping[tuple[str, str], Mapping[RoundKey, float]]) -> Rounds:
-    return Rounds(table)
 
 
 def differences(
@@ -558,6 +557,12 @@ def resolution(lead: Iterable[str], estimates: Mapping[str, Estimate]) -> float:
     return max(widths, default=0.0)
 
 
+def _reaches(sd: float, n: int, level: float, target: float) -> bool:
+    """Whether an interval at two-sided `level` from n rounds of noise `sd` reaches ±target."""
+    half = stats.t_ppf(1.0 - level / 2.0, n - 1) * sd / math.sqrt(n)
+    return stats.expm1(half) <= target
+
+
 def fixed_rounds_for(
     setup: Setup, estimates: Mapping[str, Estimate], lead: Iterable[str], target: float
 ) -> int | None:
@@ -570,8 +575,7 @@ def fixed_rounds_for(
         if e is None or not math.isfinite(e.sd):
             continue
         for n in range(2, 10_000):
-            half = stats.t_ppf(1.0 - alpha / 2.0, n - 1) * e.sd / math.sqrt(n)
-            if stats.expm1(half) <= target:
+            if _reaches(e.sd, n, alpha, target):
                 most = max(most, n)
                 break
         else:
@@ -598,9 +602,7 @@ def rounds_to_resolve(
             if look <= now:
                 continue
             level = stats.sequential_levels(alpha, schedule[: k + 1], setup.design.horizon)[-1]
-            n = e.rounds + look - now
-            half = stats.t_ppf(1.0 - level / 2.0, n - 1) * e.sd / math.sqrt(n)
-            if stats.expm1(half) <= target:
+            if _reaches(e.sd, e.rounds + look - now, level, target):
                 most = max(most, look - now)
                 break
         else:
@@ -982,7 +984,7 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
     first = sessions[0].document
     design = sessions[0].design if len(sessions) == 1 else Design("fixed")
     table = round_table(sessions)
-    logs = log_table(table)
+    logs = Rounds(table)
     rounds = max((len(v) for v in table.values()), default=0)
     if design.sequential:
         rounds = len(first["order"])
