@@ -20,8 +20,13 @@ UNITS = {name: b.unit for name, b in SUITE.items()}
 BASELINE = "base:default"
 
 
-def host_json(hostname: str = "bench-host") -> dict[str, Any]:
-    profile = host.profile_from_cpuinfo(FIXTURES / "cpuinfo" / "haswell-xeon-e5-2680v3.cpuinfo")
+HASWELL = "haswell-xeon-e5-2680v3.cpuinfo"
+
+
+def host_json(hostname: str = "bench-host", cpuinfo: str = HASWELL) -> dict[str, Any]:
+    """A host profile from a saved /proc/cpuinfo (tests/fixtures/cpuinfo): the machine class
+    results are compared by comes from the CPU, never from the hostname."""
+    profile = host.profile_from_cpuinfo(FIXTURES / "cpuinfo" / cpuinfo)
     document = profile.to_json()
     document["hostname"] = hostname
     document["detected_at"] = "2026-01-01T00:00:00+00:00"
@@ -56,6 +61,7 @@ def session(
     seed: int = 0,
     benchmarks: Sequence[str] = BENCHMARKS,
     hostname: str = "bench-host",
+    cpuinfo: str = HASWELL,
     aa: bool = True,
     aa_effect: float = 1.0,
     session_id: str | None = None,
@@ -166,7 +172,7 @@ def session(
                 "trusted_hosts": [],
             },
         },
-        "host": host_json(hostname),
+        "host": host_json(hostname, cpuinfo),
         "suite": {
             "version": 2,
             "benchmarks": list(benchmarks),
@@ -208,6 +214,7 @@ def session(
 
 
 def write(path: Path, document: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document))
     return path
 

@@ -8,7 +8,7 @@ import os
 import shlex
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -121,6 +121,18 @@ RUNTIME_OPTION = click.option(
     "reachable, else local venvs.",
 )
 QUIET_OPTION = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+TENSORFLOW_OPTION = click.option(
+    "--tensorflow",
+    metavar="X.Y.Z",
+    help="Build this TensorFlow release for the source variants that do not pin their own "
+    "(replaces defaults.tensorflow; a new release).",
+)
+HOST_KEY_OPTION = click.option(
+    "--host-key",
+    metavar="NAME",
+    help="Record these results as coming from the machine class NAME (default: the CPU model "
+    "and instruction sets, usable CPUs, memory class and GPUs; hostnames are never used).",
+)
 
 
 def results_option(help_text: str) -> Callable[[F], F]:
@@ -165,6 +177,8 @@ def session_options(f: F) -> F:
             help="A fixed design instead: every config runs exactly this many rounds.",
         ),
         SEED_OPTION,
+        TENSORFLOW_OPTION,
+        HOST_KEY_OPTION,
         click.option("--cpus", help="Pin every benchmark process to these CPUs, e.g. 0 or 0,1."),
         RUNTIME_OPTION,
         results_option("Folder for results files (and run's report.html)."),
@@ -192,14 +206,14 @@ def _console() -> Console:
     return Console(highlight=False, soft_wrap=False, width=120 if wide else None)
 
 
-def _load_matrix(path: Path | None) -> Any:
+def _load_matrix(path: Path | None, tensorflow: str | None = None) -> Any:
     from tfbuild.matrix import load_matrix
     from tfbuild.resources import default_matrix_path
 
     if path is None:
         local = Path("matrix.yaml")
         path = local if local.is_file() else default_matrix_path()
-    return load_matrix(path)
+    return load_matrix(path, tensorflow)
 
 
 def _load_host(path: Path | None) -> Any:
@@ -350,6 +364,7 @@ def _latest(matrix: Any) -> dict[str, Any]:
     from packaging.version import Version
 
     from tfbuild import pip
+    from tfbuild.matrix import has_recipe
 
     newest = pip.resolve("tensorflow-cpu", matrix.defaults.pip)
     resolved = {
@@ -357,11 +372,16 @@ def _latest(matrix: Any) -> dict[str, Any]:
         for v in matrix.variants
         if v.source == "pypi" and v.tensorflow is None and v.requirement
     }
+    newer = Version(newest.version) > Version(matrix.defaults.tensorflow)
     return {
         "tensorflow": newest.version,
         "project": newest.name,
         "defaults": matrix.defaults.tensorflow,
-        "newer_than_defaults": Version(newest.version) > Version(matrix.defaults.tensorflow),
+        "newer_than_defaults": newer,
+        "has_recipe": has_recipe(newest.version),
+        "build": newest.version
+        if newer and has_recipe(newest.version)
+        else matrix.defaults.tensorflow,
         "resolved": resolved,
     }
 
@@ -386,6 +406,7 @@ def _latest(matrix: Any) -> dict[str, Any]:
 @click.option("--force", is_flag=True, help="Rebuild even when the content key is unchanged.")
 @click.option(
     "--tf-source",
+    envvar="TFBUILD_TF_SOURCE",
     type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="Build this local TensorFlow tree (copied in) instead of cloning the tag.",
 )
@@ -402,7 +423,16 @@ def _latest(matrix: Any) -> dict[str, Any]:
     metavar="VOLUME_OR_PATH",
     help="Override defaults.bazel.cache: a Docker volume name or an absolute path.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@TENSORFLOW_OPTION
+@click.option(
+    "--host",
+    "host_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Build for the machine this saved `tfbuild detect --json` describes (march: host, "
+    "copts), e.g. the runner that will benchmark the wheels; default: this machine.",
+)
+@QUIET_OPTION
 @debug_option
 def build(
     matrix_path: Path | None,
@@ -416,6 +446,8 @@ def build(
     tf_source: Path | None,
     jobs: int,
     bazel_cache: str | None,
+    tensorflow: str | None,
+    host_path: Path | None,
     quiet: bool,
 ) -> None:
     """Build wheels of source variants in Docker (bazel with their configs and copts).
@@ -434,7 +466,7 @@ def build(
     from tfbuild.progress import make_reporter
     from tfbuild.store import WheelStore
 
-    matrix = _load_matrix(matrix_path)
+    matrix = _load_matrix(matrix_path, tensorflow)
     if bazel_cache:
         matrix = _with_bazel_cache(matrix, bazel_cache)
     if variants:
@@ -443,7 +475,7 @@ def build(
         chosen = list(dict.fromkeys(v for v, _ in select(matrix, only, skip)))
     else:
         raise UsageError("name what to build: --variant NAME, --only PATTERN or --all")
-    host = _load_host(None)
+    host = _target_host(host_path)
     options = stage.BuildOptions(force=force, tf_source=tf_source)
     if dry_run:
         for variant in chosen:
@@ -494,6 +526,16 @@ def build(
                     raise
     if failures:
         raise BuildFailed(f"{len(failures)} of {len(chosen)} builds failed; see above")
+
+
+def _target_host(path: Path | None) -> Any:
+    """The machine wheels are built for: this one, or the saved profile of another (its
+    `march: host` and copts; the build machine's own tools keep TensorFlow's baseline)."""
+    import dataclasses
+
+    if path is None:
+        return _load_host(None)
+    return dataclasses.replace(_load_host(path), source="saved")
 
 
 def _with_bazel_cache(matrix: Any, cache: str) -> Any:
@@ -621,6 +663,8 @@ def bench(
     preset: str | None,
     rounds: int | None,
     seed: int | None,
+    tensorflow: str | None,
+    host_key: str | None,
     cpus: str | None,
     runtime: str,
     timeout: float,
@@ -660,7 +704,7 @@ def bench(
         with reporter:
             path = runner.resume_session(resume, workspace, reporter)
     else:
-        matrix = _load_matrix(matrix_path)
+        matrix = _load_matrix(matrix_path, tensorflow)
         plan = make_plan(matrix, _load_host(None), only, skip)
         options = _bench_options(
             matrix,
@@ -670,6 +714,7 @@ def bench(
             runtime,
             force,
             preset="quick" if quick else preset,
+            host_key=host_key,
             timeout=timeout,
             refresh=refresh,
             container_cpus=container_cpus,
@@ -822,6 +867,9 @@ def _bench_options(
 ) -> Any:
     from tfbuild.bench import runner
 
+    key = extra.get("host_key")
+    if key is not None and not (0 < len(key.strip()) <= 100 and key.isprintable()):
+        raise UsageError(f"--host-key {key!r}: expected a name of 1 to 100 printable characters")
     return runner.BenchOptions(
         suite=suite,
         preset=preset,
@@ -1011,9 +1059,7 @@ def _fraction(value: str) -> float:
 
 
 @cli.command()
-@click.argument(
-    "results_files", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False)
-)
+@click.argument("results_files", nargs=-1, required=True, metavar="RESULTS...")
 @click.option(
     "--format",
     "fmt",
@@ -1030,8 +1076,9 @@ def _fraction(value: str) -> float:
 @click.option(
     "--against",
     multiple=True,
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Older results to gate against (regression check); repeatable.",
+    metavar="FILE|FOLDER|'GLOB'",
+    help="Older results to gate against (regression check): a file, a folder of results "
+    "files, or a quoted pattern; repeatable. Paired with the new results by machine class.",
 )
 @click.option(
     "--fail-above",
@@ -1052,15 +1099,16 @@ def _fraction(value: str) -> float:
 )
 @debug_option
 def compare(
-    results_files: tuple[Path, ...],
+    results_files: tuple[str, ...],
     fmt: str,
     output: Path | None,
-    against: tuple[Path, ...],
+    against: tuple[str, ...],
     fail_above: str,
     allow_different_hosts: bool,
     margin: str | None,
 ) -> None:
-    """Rank the configs of one or more results files against the baseline.
+    """Rank the configs of one or more results files (RESULTS: files, folders of them, or
+    quoted patterns) against the baseline.
 
     Per benchmark and overall (geometric mean), each config's speed relative to the baseline
     with simultaneous confidence intervals (every claim holds together with probability 95 %,
@@ -1068,7 +1116,9 @@ def compare(
     against a practical margin from the A/A control, tiers of configs that could be the
     fastest, the looks and eliminations a session made (replayed from the data), and the config
     to use with how to reproduce it. Files from several machines are reported per machine.
-    With --against OLD, exits 10 when a config got slower than --fail-above, naming each.
+    With --against OLD (results of the same machine class are paired), exits 10 when a config
+    got slower than --fail-above, or when a config OLD measured has no results (or fewer
+    benchmarks) in the new ones, a line per cause.
     """
     from tfbuild import compare as analysis
     from tfbuild.report import comparison as views
@@ -1080,28 +1130,27 @@ def compare(
 
         if (chosen_margin := parse_percent(margin)) is None:
             raise UsageError(f"--margin {margin!r}: expected a percentage like 3%")
-    sessions = analysis.load_sessions(results_files)
+    sessions = analysis.load_sessions(_results_paths(results_files, "RESULTS"))
     reports = analysis.analyse(sessions, chosen_margin)
-    changes = None
+    verdict = None
     threshold = _fraction(fail_above)
     if against:
-        changes = analysis.gate(
-            sessions, analysis.load_sessions(against), threshold, allow_different_hosts
-        )
+        old = analysis.load_sessions(_results_paths(against))
+        verdict = analysis.gate(sessions, old, threshold, allow_different_hosts)
     if fmt == "table":
         # To a file: plain text at a fixed width; to the terminal: as wide as it is.
         console = _console() if output is None else Console(record=True, file=io.StringIO(),
                                                             width=120, highlight=False)  # fmt: skip
         console.print(views.compare_view(reports))
-        if changes is not None:
-            console.print(views.gate_view(changes, threshold))
+        if verdict is not None:
+            console.print(views.gate_view(verdict, threshold))
         text = None if output is None else console.export_text()
     elif fmt == "markdown":
         text = views.compare_markdown(reports)
-        if changes is not None:
-            text += "\n" + views.gate_markdown(changes, threshold)
+        if verdict is not None:
+            text += "\n" + views.gate_markdown(verdict, threshold)
     elif fmt == "json":
-        text = json.dumps(views.compare_json(reports, changes), indent=2) + "\n"
+        text = json.dumps(views.compare_json(reports, verdict), indent=2) + "\n"
     else:
         from tfbuild.report.html import compare_html
 
@@ -1112,16 +1161,34 @@ def compare(
             click.echo(f"wrote {output}", err=True)
         else:
             click.echo(text, nl=False)
-    regressions = [c for c in changes or [] if c.regression]
-    if regressions:
-        names = "; ".join(
-            f"{c.config} {c.benchmark} {c.ratio - 1:+.1%} (Holm p {c.p_holm:.3g})"
-            for c in regressions
-        )
-        raise RegressionFound(
-            f"{len(regressions)} slower than {fail_above} against {', '.join(map(str, against))}: "
-            + names
-        )
+    if verdict is not None:
+        for note in verdict.notes:
+            click.echo(f"gate: {note}", err=True)
+        if causes := verdict.causes(threshold):
+            raise RegressionFound(
+                f"the regression gate failed against {' '.join(against)}, "
+                f"{len(causes)} cause(s):\n" + "\n".join(f"  {c}" for c in causes)
+            )
+
+
+def _results_paths(specs: Sequence[str], option: str = "--against") -> list[Path]:
+    """Results files named by files, folders (their *.json and *.json.gz) or glob patterns."""
+    paths: list[Path] = []
+    for spec in specs:
+        path = Path(spec)
+        if path.is_dir():
+            found = sorted([*path.glob("*.json"), *path.glob("*.json.gz")])
+        elif path.exists():
+            found = [path]
+        else:
+            found = sorted(p for p in path.parent.glob(path.name) if p.is_file())
+        if not found:
+            raise UsageError(
+                f"{option} {spec!r}: no results there; expected a results file, a folder of "
+                "them, or a quoted pattern like 'previous/*.json'"
+            )
+        paths += found
+    return paths
 
 
 @cli.command()
@@ -1141,6 +1208,8 @@ def run(
     min_rounds: int | None,
     rounds: int | None,
     seed: int | None,
+    tensorflow: str | None,
+    host_key: str | None,
     cpus: str | None,
     runtime: str,
     results_dir: Path,
@@ -1164,12 +1233,14 @@ def run(
     from tfbuild.report.html import compare_html
     from tfbuild.store import atomic_write_text
 
-    matrix = _load_matrix(matrix_path)
+    matrix = _load_matrix(matrix_path, tensorflow)
     docker = engine.status()
     workspace = _workspace(store_path, cache_dir, results_dir, docker.reachable)
     preset = "quick" if quick else None
     suite = _suite(matrix, preset, budget, resolve, min_rounds, rounds)
-    options = _bench_options(matrix, suite, seed, cpus, runtime, force, preset=preset)
+    options = _bench_options(
+        matrix, suite, seed, cpus, runtime, force, preset=preset, host_key=host_key
+    )
     reporter = make_reporter(quiet)
     with reporter:
         outcome = pipeline.run(
@@ -1231,7 +1302,11 @@ def ci() -> None:
     help="Where to write the workflow.",
 )
 @click.option(
-    "--install", help="How the jobs install tfbuild (default: pip install tfbuild==VERSION)."
+    "--install",
+    default="pip install .",
+    show_default=True,
+    help="How every job installs tfbuild: from the checkout, a wheel or a URL; never by a bare "
+    "name from the index (`tfbuild` there is an unrelated project).",
 )
 @click.option(
     "--build-runner",
@@ -1246,6 +1321,14 @@ def ci() -> None:
     help="Runner label for a bench job (repeatable; default ubuntu-latest).",
 )
 @click.option(
+    "--bench-host",
+    "bench_hosts",
+    multiple=True,
+    metavar="RUNNER=PROFILE",
+    help="The saved `tfbuild detect --output` profile of a bench runner's machine (a path in "
+    "the repository): march: host variants are built for it; runners without one skip them.",
+)
+@click.option(
     "--fail-above",
     default="5%",
     show_default=True,
@@ -1258,29 +1341,39 @@ def ci() -> None:
 def github(
     matrix_path: Path | None,
     out: Path,
-    install: str | None,
+    install: str,
     build_runner: str,
     bench_runners: tuple[str, ...],
+    bench_hosts: tuple[str, ...],
     fail_above: str,
     check: bool,
 ) -> None:
     """Write the nightly GitHub Actions workflow: plan, build per source variant, bench per
-    runner, compare with a regression gate against the previous night."""
+    runner, compare with a regression gate against the last passing night on the same machine
+    class. Every job installs tfbuild from the repository it checks out."""
     from tfbuild import ci as generator
     from tfbuild.store import atomic_write_text
 
     _fraction(fail_above)
     matrix = _load_matrix(matrix_path)
     shown = str(matrix_path) if matrix_path is not None else "matrix.yaml"
-    text = generator.render(
-        matrix,
-        shown,
-        str(out),
-        install,
-        build_runner,
-        bench_runners or ("ubuntu-latest",),
-        fail_above,
+    profiles = {}
+    for item in bench_hosts:
+        runner, _, path = item.partition("=")
+        if not runner or not path:
+            raise UsageError(f"--bench-host {item!r}: expected RUNNER=PROFILE.json")
+        _load_host(Path(path))  # a readable profile, or a clear error now
+        profiles[runner] = path
+    settings = generator.Settings(
+        matrix_file=shown,
+        out=str(out),
+        install=install,
+        build_runner=build_runner,
+        bench_runners=bench_runners or ("ubuntu-latest",),
+        bench_hosts=profiles,
+        fail_above=fail_above,
     )
+    text = generator.render(matrix, settings)
     if check:
         if not generator.is_current(out, text):
             raise StaleOutput(
@@ -1291,6 +1384,33 @@ def github(
         return
     atomic_write_text(out, text)
     click.echo(f"wrote {out}")
+
+
+@ci.command()
+@click.argument(
+    "results_files",
+    nargs=-1,
+    required=True,
+    metavar="RESULTS...",
+)
+@click.option(
+    "--into",
+    type=click.Path(path_type=Path, file_okay=False),
+    required=True,
+    help="The folder of reference results (one set per machine class).",
+)
+@debug_option
+def keep(results_files: tuple[str, ...], into: Path) -> None:
+    """Make these results the reference of their machine class in --into: earlier results of
+    the same class there are removed, other classes' stay. RESULTS: files, folders or quoted
+    patterns."""
+    from tfbuild import ci as generator
+
+    kept, removed = generator.keep(_results_paths(results_files, "RESULTS"), into)
+    for path in kept:
+        click.echo(f"kept {path}")
+    for path in removed:
+        click.echo(f"replaced {path}")
 
 
 @cli.command("base-image")

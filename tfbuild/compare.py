@@ -36,6 +36,7 @@ side.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import shlex
 import statistics
@@ -137,7 +138,7 @@ class Session:
 
     @property
     def host_key(self) -> str:
-        return host_key(self.document["host"])
+        return self.document["session"].get("host_key") or host_key(self.document["host"])
 
     @property
     def design(self) -> Design:
@@ -145,9 +146,25 @@ class Session:
 
 
 def host_key(host: Mapping[str, Any]) -> str:
-    """Which machine results come from: hostname, CPU model and logical CPU count."""
-    name = host.get("hostname") or "unknown-host"
-    return f"{name} / {host['cpu']['model_name']} / {host['topology']['logical_cpus']} CPUs"
+    """The class of machine results come from, which decides what compares with what: the CPU
+    model, the instruction sets TensorFlow uses (level and a digest of the set), the CPUs the
+    session could use, the memory class (total or cgroup limit, to the next power of two GiB)
+    and the GPUs. Never the hostname: hosted CI runners get a new one every job."""
+    cpu, topology = host["cpu"], host["topology"]
+    isa = sorted(name for name, have in (cpu.get("tf_flags") or {}).items() if have)
+    digest = hashlib.sha256(" ".join(isa).encode()).hexdigest()[:6]
+    parts = [
+        cpu["model_name"],
+        f"{cpu.get('isa_level_name') or 'x86-64'} isa:{digest}",
+        f"{topology.get('usable_cpus') or topology['logical_cpus']} CPUs",
+    ]
+    memory = host.get("memory") or {}
+    limits = [b for b in (memory.get("total_bytes"), memory.get("cgroup_limit_bytes")) if b]
+    if limits:
+        parts.append(f"{2 ** max(0, math.ceil(math.log2(min(limits) / 2**30 * 0.98)))} GiB")
+    gpus = [d["name"] for d in (host.get("gpus") or {}).get("devices") or []]
+    parts.append(" + ".join(gpus) if gpus else "no GPU")
+    return " / ".join(parts)
 
 
 def load_sessions(paths: Iterable[Path]) -> list[Session]:
@@ -1107,6 +1124,7 @@ def analyse(sessions: Sequence[Session], margin: float | None = None) -> list[Ho
 
 @dataclass(frozen=True)
 class Change:
+    host: str
     config: str
     benchmark: str
     ratio: float
@@ -1117,35 +1135,97 @@ class Change:
     regression: bool
 
 
+@dataclass(frozen=True)
+class Missing:
+    """A config the old results measured that the new ones did not measure (all of it, or some
+    benchmarks), although the new session planned it: a crash is a failure, not an absence."""
+
+    host: str
+    config: str
+    benchmarks: tuple[str, ...]
+    everything: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class Gate:
+    changes: list[Change]
+    missing: list[Missing]
+    notes: list[str]
+    """What was not compared and why (a machine class on one side only, a config the new
+    matrix no longer has); none of these fail the gate."""
+
+    def causes(self, fail_above: float) -> list[str]:
+        """One line per reason the gate fails."""
+        lines = []
+        for m in self.missing:
+            what = "no results" if m.everything else "no result for " + ", ".join(m.benchmarks)
+            before = f"{len(m.benchmarks)} benchmarks" if m.everything else "them"
+            lines.append(
+                f"{m.config}: {what} in the new results ({m.why}); the old ones measured "
+                f"{before} [{m.host}]"
+            )
+        lines += [
+            f"{c.config} {c.benchmark} {c.ratio - 1:+.1%} (slower than {fail_above:.0%} allows, "
+            f"Holm p {c.p_holm:.3g}) [{c.host}]"
+            for c in self.changes
+            if c.regression
+        ]
+        return lines
+
+
 def gate(
     new: Sequence[Session],
     old: Sequence[Session],
     fail_above: float,
     allow_different_hosts: bool = False,
-) -> list[Change]:
-    """Every (config, benchmark) measured in both, with a verdict: slower by more than
-    `fail_above` with a Holm-adjusted Welch test below 0.05 is a regression."""
-    new_hosts, old_hosts = {s.host_key for s in new}, {s.host_key for s in old}
-    if new_hosts != old_hosts and not allow_different_hosts:
-        raise ResultsError(
-            f"new results come from {sorted(new_hosts)}, old ones from {sorted(old_hosts)}: "
-            "speed on different machines is not a regression (--allow-different-hosts to "
-            "compare anyway)"
-        )
+) -> Gate:
+    """New results against old ones of the same machine class (see `host_key`), or all against
+    all with `allow_different_hosts`. Every (config, benchmark) measured in both gets a verdict:
+    slower by more than `fail_above` with a Holm-adjusted Welch test below 0.05 (one family
+    over every machine class) is a regression; a config the old results measured and the new
+    session planned but did not measure, wholly or in part, is missing."""
     load_sessions([*(s.path for s in new), *(s.path for s in old)])  # same suite version
-    new_table, old_table = round_table(new), round_table(old)
-    keys = sorted(k for k in new_table if k in old_table and not results.is_aa(k[0]))
+    notes: list[str] = []
+    if allow_different_hosts:
+        pairs = [("any machine", list(new), list(old))]
+    else:
+        new_by, old_by = _by_host(new), _by_host(old)
+        pairs = [(key, group, old_by[key]) for key, group in new_by.items() if key in old_by]
+        notes += [f"no old results from {key}: nothing to compare" for key in new_by
+                  if key not in old_by]  # fmt: skip
+        notes += [f"no new results from {key}" for key in old_by if key not in new_by]
+    keys: list[tuple[str, str, str]] = []
     tests = []
-    for key in keys:
-        a = [math.log(v) for v in new_table[key].values()]
-        b = [math.log(v) for v in old_table[key].values()]
-        tests.append(stats.welch_test(a, b))
+    missing: list[Missing] = []
+    for host, new_group, old_group in pairs:
+        new_table, old_table = round_table(new_group), round_table(old_group)
+        planned = {c["key"] for s in new_group for c in s.document["configs"]}
+        measured: dict[str, set[str]] = defaultdict(set)
+        for config, bench in old_table:
+            if not results.is_aa(config):
+                measured[config].add(bench)
+        for config, benches in sorted(measured.items()):
+            if config not in planned:
+                notes.append(f"{config}: not in the new session's matrix [{host}]")
+                continue
+            absent = sorted(b for b in benches if not new_table.get((config, b)))
+            if absent:
+                everything = len(absent) == len(benches)
+                why = _why_missing(new_group, config)
+                missing.append(Missing(host, config, tuple(absent), everything, why))
+            for bench in sorted(benches - set(absent)):
+                a = [math.log(v) for v in new_table[(config, bench)].values()]
+                b = [math.log(v) for v in old_table[(config, bench)].values()]
+                keys.append((host, config, bench))
+                tests.append(stats.welch_test(a, b))
     adjusted = stats.holm([t.p for t in tests])
     changes = []
-    for (config, bench), test, p in zip(keys, tests, adjusted, strict=True):
+    for (host, config, bench), test, p in zip(keys, tests, adjusted, strict=True):
         ratio = math.exp(test.difference)
         changes.append(
             Change(
+                host,
                 config,
                 bench,
                 ratio,
@@ -1155,4 +1235,19 @@ def gate(
                 regression=p < ALPHA and ratio < 1 - fail_above,
             )
         )
-    return changes
+    return Gate(changes, missing, notes)
+
+
+def _by_host(sessions: Sequence[Session]) -> dict[str, list[Session]]:
+    groups: dict[str, list[Session]] = defaultdict(list)
+    for s in sessions:
+        groups[s.host_key].append(s)
+    return groups
+
+
+def _why_missing(sessions: Sequence[Session], config: str) -> str:
+    """What the sessions recorded about a config's missing results: its first failure."""
+    for failure in _failures(sessions):
+        if config in failure.who.split(", ") or failure.who.startswith(config + " "):
+            return failure.reason
+    return "nothing recorded: the session may have stopped early"

@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion
 
 from tfbuild import cpu
 from tfbuild.bench.suite import BENCHMARKS
-from tfbuild.errors import MatrixError, Problem, SelectionError
+from tfbuild.errors import MatrixError, Problem, SelectionError, UsageError
 from tfbuild.resources import load_table
 
 SCHEMA_VERSION = 1
@@ -534,6 +534,11 @@ def _compose(ctx: _Ctx, text: str) -> yaml.Node | None:
 def _tf_release(version: str) -> Mapping[str, Any] | None:
     releases: Mapping[str, Any] = load_table("tensorflow")["releases"]
     return releases.get(".".join(version.split(".")[:2]))
+
+
+def has_recipe(version: str) -> bool:
+    """Whether source builds know this release's era (tfbuild/data/tensorflow.yaml)."""
+    return bool(TF_VERSION_RE.fullmatch(version)) and _tf_release(version) is not None
 
 
 def _known_releases() -> list[str]:
@@ -1150,8 +1155,10 @@ def _unique(
 # Entry points
 
 
-def parse_matrix(text: str, file: str, base_dir: Path) -> Matrix:
-    """Validate matrix text; raises MatrixError listing every problem with its position."""
+def parse_matrix(text: str, file: str, base_dir: Path, tensorflow: str | None = None) -> Matrix:
+    """Validate matrix text; raises MatrixError listing every problem with its position.
+    `tensorflow` replaces defaults.tensorflow (`--tensorflow`: a new release): the source
+    variants that do not pin their own release are read, and checked, for it."""
     ctx = _Ctx(file=file, base_dir=base_dir)
     root = _compose(ctx, text)
     if root is None:
@@ -1171,6 +1178,8 @@ def parse_matrix(text: str, file: str, base_dir: Path) -> Matrix:
     if (n := top.get("schema_version")) is not None:
         _int(ctx, n, "schema_version", SCHEMA_VERSION, SCHEMA_VERSION)
     defaults = _read_defaults(ctx, top.get("defaults"))
+    if tensorflow is not None:
+        defaults = _override_tensorflow(defaults, tensorflow)
 
     def entries(key: str) -> list[yaml.Node]:
         n = top.get(key)
@@ -1220,7 +1229,17 @@ def parse_matrix(text: str, file: str, base_dir: Path) -> Matrix:
     )
 
 
-def load_matrix(path: Path) -> Matrix:
+def _override_tensorflow(defaults: Defaults, version: str) -> Defaults:
+    if not has_recipe(version):
+        raise UsageError(
+            f"--tensorflow {version!r}: no build recipe for this release; expected one of "
+            f"{', '.join(_known_releases())} (a newer release needs its era in "
+            "tfbuild/data/tensorflow.yaml first)"
+        )
+    return dataclasses.replace(defaults, tensorflow=version)
+
+
+def load_matrix(path: Path, tensorflow: str | None = None) -> Matrix:
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -1230,4 +1249,4 @@ def load_matrix(path: Path) -> Matrix:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise MatrixError([Problem(str(path), line, 1, "not UTF-8 text")]) from exc
-    return parse_matrix(text, str(path), path.resolve().parent)
+    return parse_matrix(text, str(path), path.resolve().parent, tensorflow)

@@ -8,7 +8,7 @@ tunings of one variant.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,16 +126,23 @@ class Plan:
         }
 
 
-def ci_fanout(matrix: Matrix) -> dict[str, Any]:
-    """The CI build fan-out: one job per source variant. Independent of the planning host,
-    since a CI runner builds every variant whatever CPU it has."""
-    return {
-        "build": {
-            "include": [
-                {"variant": v.name, "id": v.id} for v in matrix.variants if v.source == "bazel"
-            ]
-        }
-    }
+def ci_fanout(matrix: Matrix, bench_hosts: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The CI build fan-out: one job per source variant, built whatever CPU the build runner
+    has; a `march: host` variant is built once for each bench runner with a saved profile
+    (`bench_hosts`: runner label -> `tfbuild detect --json` file), for that runner's CPU, and
+    the runners without one skip it."""
+    hosts = dict(bench_hosts or {})
+    include: list[dict[str, str]] = []
+    tuned = []
+    for v in matrix.variants:
+        if v.source != "bazel":
+            continue
+        if v.march != "host":
+            include.append({"variant": v.name, "for": "any", "host": ""})
+            continue
+        tuned.append(v.name)
+        include += [{"variant": v.name, "for": r, "host": path} for r, path in hosts.items()]
+    return {"build": {"include": include}, "host_tuned": tuned, "bench_hosts": hosts}
 
 
 # --------------------------------------------------------------------------------------------

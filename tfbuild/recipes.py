@@ -178,8 +178,21 @@ def make_recipe(
     required = required_cpu_flags(variant, host) or frozenset()
     missing = cpu.missing_flags(required, host.cpu.flags)
     march = resolve_march(variant, host)
-    if march == "native" or not missing:
+    elsewhere = host.source == "saved"  # `build --host`: the wheel is for another machine
+    if march == "native" and elsewhere:
+        raise UsageError(
+            f"variant {variant.name!r}: march: native builds for the CPU of the build machine, "
+            f"not for the saved profile given (--host); use march: host to build for it"
+        )
+    if not elsewhere and (march == "native" or not missing):
         host_copts = copts
+    elif elsewhere:
+        # Build tools run on this machine, whatever the wheel is for: TF's defaults there.
+        host_copts = ()
+        notes.append(
+            "--host_copt left out: the wheel is built for another machine "
+            f"({host.cpu.model_name}); build tools run here with TensorFlow's defaults"
+        )
     else:
         # Build tools run on the build machine: they keep TensorFlow's defaults there.
         host_copts = ()

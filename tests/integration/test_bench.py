@@ -73,11 +73,13 @@ tunings:
   - {{name: single-thread, intra_op: 1, inter_op: 1, env: {{OMP_NUM_THREADS: "1"}}}}
 """,
     )
-    proc = bench(workspace, matrix, "--quick", "--budget", "150s", "--min-rounds", "3")
+    proc = bench(workspace, matrix, "--quick", "--budget", "150s", "--min-rounds", "3",
+                 "--host-key", "ci-pool")  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     path, doc = only_results(matrix)
     session = doc["session"]
     assert session["complete"] is True and session["preset"] == "quick"
+    assert session["host_key"] == "ci-pool"
     assert session["design"] == {
         "kind": "sequential",
         "min_rounds": 3,
@@ -123,6 +125,7 @@ tunings:
     assert "tf:single-thread" in table.stdout and "Use this" in table.stdout
     report = run_tfbuild("compare", str(path), "--format", "json")
     (host,) = json.loads(report.stdout)["hosts"]
+    assert host["host"] == "ci-pool"
     assert {e["config"] for e in host["ranking"]} == {"tf:default", "tf:single-thread"}
     assert host["looks"] == doc["looks"] and host["replay"] == []
     html = matrix.parent / "report.html"

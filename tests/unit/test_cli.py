@@ -124,7 +124,7 @@ def test_exit_codes(args: list[str], code: int, message: str) -> None:
 def test_wheel_carries_data_files(wheelhouse: Path) -> None:
     import zipfile
 
-    wheel = next(wheelhouse.glob("tfbuild-*.whl"))
+    wheel = next(wheelhouse.glob("tfbuild_bench-*.whl"))  # the distribution name
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in (
         "tfbuild/data/matrix.yaml",

@@ -233,13 +233,88 @@ def test_gate_passes_unchanged_and_fails_slower(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_gate_refuses_other_hosts(tmp_path: Path) -> None:
-    old = write(tmp_path / "old.json", session({}, seed=1, hostname="a", session_id="a"))
-    new = write(tmp_path / "new.json", session({}, seed=2, hostname="b", session_id="b"))
-    proc = compare(str(new), "--against", str(old))
-    assert proc.returncode == 9 and "not a regression" in proc.stderr
-    proc = compare(str(new), "--against", str(old), "--allow-different-hosts")
+ZEN4 = "zen4-epyc-9654.cpuinfo"
+
+
+def test_gate_pairs_results_by_machine_class(tmp_path: Path) -> None:
+    """Hostnames do not split machines (a hosted runner gets a new one every job); the CPU
+    does: results of another class are not compared, and that does not fail the gate."""
+    old = write(tmp_path / "old.json", session({"v:default": 1.0}, seed=1, hostname="runner-1",
+                                               session_id="a"))  # fmt: skip
+    renamed = write(
+        tmp_path / "renamed.json",
+        session({"v:default": 0.8}, seed=2, hostname="runner-2", session_id="b"),
+    )
+    proc = compare(str(renamed), "--against", str(old), "--format", "json")
+    assert proc.returncode == 10, proc.stderr
+    assert re.search(
+        r"^  v:default gru-keras -(19|2\d)\.\d% \(slower than 5% allows", proc.stderr, re.M
+    )
+    other = write(
+        tmp_path / "other.json",
+        session({"v:default": 0.8}, seed=3, cpuinfo=ZEN4, session_id="c"),
+    )
+    proc = compare(str(other), "--against", str(old), "--format", "json")
     assert proc.returncode == 0, proc.stderr
+    against = json.loads(proc.stdout)["against"]
+    assert against["changes"] == [] and against["missing"] == []
+    assert any("AMD EPYC 9654" in n and "nothing to compare" in n for n in against["notes"])
+    proc = compare(str(other), "--against", str(old), "--allow-different-hosts")
+    assert proc.returncode == 10, proc.stderr
+
+
+def test_against_takes_folders_and_patterns_and_pairs_each_class(tmp_path: Path) -> None:
+    """Two runner classes tonight against two last night, given as a folder, a quoted pattern
+    or files: each class is compared with its own; a second class file is never read as new
+    results."""
+    old_dir, new_dir = tmp_path / "old", tmp_path / "new"
+    for folder, seed, slow in ((old_dir, 1, 1.0), (new_dir, 5, 0.85)):
+        write(folder / "a.json", session({"v:default": 1.0}, seed=seed, session_id=f"a{seed}"))
+        write(
+            folder / "b.json",
+            session({"v:default": slow}, seed=seed + 1, cpuinfo=ZEN4, session_id=f"b{seed}"),
+        )
+    for spec in (str(old_dir), str(old_dir / "*.json")):
+        proc = compare(str(new_dir), "--against", spec, "--format", "json")
+        assert proc.returncode == 10, proc.stderr
+        doc = json.loads(proc.stdout)
+        assert len(doc["hosts"]) == 2
+        hosts = {c["host"].split(" / ")[0] for c in doc["against"]["changes"]}
+        assert hosts == {
+            "Intel(R) Xeon(R) CPU E5-2680 v3 @ 2.50GHz",
+            "AMD EPYC 9654 96-Core Processor",
+        }
+        regressions = {
+            c["host"].split(" / ")[0] for c in doc["against"]["changes"] if c["regression"]
+        }
+        assert regressions == {"AMD EPYC 9654 96-Core Processor"}
+    proc = compare(str(new_dir), "--against", str(tmp_path / "none" / "*.json"))
+    assert proc.returncode == 64 and "no results there" in proc.stderr
+
+
+def test_gate_fails_on_a_config_with_no_results_or_fewer_benchmarks(tmp_path: Path) -> None:
+    """A config that crashed in every round, or lost a benchmark, is a failure of the gate with
+    a line naming it, not an absence; a config the new matrix dropped is only noted."""
+    effects = {"v:default": 1.0, "w:default": 1.0, "gone:default": 1.0}
+    old = write(tmp_path / "old.json", session(effects, seed=1, session_id="o"))
+    doc = session({"v:default": 1.0, "w:default": 1.0}, seed=2, session_id="n",
+                  failing={"w:default": ["gru-keras"]})  # fmt: skip
+    for run in doc["runs"]:
+        if run["config"] == "v:default":
+            run["status"], run["benchmarks"] = "failed", {}
+            run["failure"] = {"kind": "sigill", "signal": 4, "reason": "killed by SIGILL"}
+    new = write(tmp_path / "new.json", doc)
+    proc = compare(str(new), "--against", str(old))
+    assert proc.returncode == 10, proc.stderr
+    causes = [line.strip() for line in proc.stderr.split("cause(s):\n", 1)[1].splitlines()]
+    assert len(causes) == 2, proc.stderr
+    assert causes[0].startswith(
+        "v:default: no results in the new results (round 1: killed by SIGILL)"
+    )
+    assert causes[1].startswith("w:default: no result for gru-keras in the new results")
+    assert "gone:default: not in the new session's matrix" in proc.stderr
+    assert proc.stdout.count("MISSING") == 2
+    assert "Traceback" not in proc.stderr
 
 
 def test_several_hosts_are_reported_side_by_side(tmp_path: Path) -> None:
@@ -247,21 +322,21 @@ def test_several_hosts_are_reported_side_by_side(tmp_path: Path) -> None:
         tmp_path / "a.json", session({"v:default": 1.2}, seed=1, hostname="node-a", session_id="a")
     )
     b = write(
-        tmp_path / "b.json", session({"v:default": 0.8}, seed=2, hostname="node-b", session_id="b")
+        tmp_path / "b.json", session({"v:default": 0.8}, seed=2, cpuinfo=ZEN4, session_id="b")
     )
     a2 = write(
         tmp_path / "a2.json",
-        session({"v:default": 1.2}, seed=3, hostname="node-a", session_id="a2"),
+        session({"v:default": 1.2}, seed=3, hostname="node-a2", session_id="a2"),
     )
     doc = json.loads(compare(str(a), str(b), str(a2), "--format", "json").stdout)
-    hosts = {h["host"].split(" / ")[0]: h for h in doc["hosts"]}
-    assert set(hosts) == {"node-a", "node-b"}
-    assert len(hosts["node-a"]["sessions"]) == 2 and hosts["node-a"]["rounds"] == 20
+    hosts = {h["host"].split(" / ")[0].split()[0]: h for h in doc["hosts"]}
+    assert set(hosts) == {"Intel(R)", "AMD"}
+    assert len(hosts["Intel(R)"]["sessions"]) == 2 and hosts["Intel(R)"]["rounds"] == 20
     verdict = {
         h: next(e for e in d["ranking"] if e["config"] == "v:default")["verdict"]
         for h, d in hosts.items()
     }
-    assert verdict == {"node-a": "faster", "node-b": "slower"}
+    assert verdict == {"Intel(R)": "faster", "AMD": "slower"}
 
 
 def test_not_a_results_file(tmp_path: Path) -> None:

@@ -61,6 +61,8 @@ class BenchOptions:
     """--cpus for benchmark containers (Docker runtime)."""
     memory: str | None = None
     """Memory limit for benchmark containers, e.g. 8g (Docker runtime)."""
+    host_key: str | None = None
+    """The machine class the results are compared as (--host-key); None: from the host."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ def new_document(plan: Plan, options: BenchOptions) -> dict[str, Any]:
             "stop": None,
             "elapsed_s": 0.0,
             "preset": options.preset,
+            "host_key": options.host_key,
             "cpus": list(options.cpus) if options.cpus else None,
             "runtime": options.runtime,
             "timeout_s": options.timeout,

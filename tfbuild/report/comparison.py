@@ -13,8 +13,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from tfbuild.bench import results
 from tfbuild.bench.suite import CONTRASTS
-from tfbuild.compare import ALPHA, OVERALL, SPLIT, Change, Estimate, HostReport
+from tfbuild.compare import ALPHA, OVERALL, SPLIT, Estimate, Gate, HostReport
 
 COMPARE_SCHEMA = "tfbuild.compare/2"
 MARK = {"faster": "+", "slower": "-", "equivalent": "=", "undecided": "?", "baseline": ""}
@@ -79,8 +80,15 @@ def header_lines(r: HostReport) -> list[str]:
         f"Leading tier resolved to ±{pct(r.resolution)}{target}: the widest interval of a "
         "config that could be the fastest"
         if lead
-        else "Leading tier: the baseline alone (no other config can be the fastest)"
+        else "Leading tier: the baseline alone (no other measured config can be the fastest)"
     )
+    ranked = {e.config for e in r.ranking}
+    unmeasured = [c for c in r.configs if c not in ranked and not results.is_aa(c)]
+    if unmeasured:
+        lines.append(
+            f"Not measured, so in no claim above or below: {', '.join(unmeasured)} "
+            "(why: see Failed)"
+        )
     if r.fixed_equivalent is not None and r.resolution <= 1.0:
         rounds, processes = r.fixed_equivalent
         change = 1 - r.processes / processes
@@ -264,24 +272,38 @@ def compare_view(reports: Sequence[HostReport]) -> Group:
     return Group(*parts)
 
 
-def gate_view(changes: Sequence[Change], fail_above: float) -> Group:
-    table = Table(
-        title=f"Against the previous results (regression: slower by more than "
-        f"{pct(fail_above)}, Holm p < 0.05)",
-        title_justify="left",
+def _gate_rows(verdict: Gate, regression: str, missing: str) -> list[list[str]]:
+    rows = [
+        [c.host, c.config, c.benchmark, f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]",
+         f"{c.p_holm:.3g}", regression if c.regression else ""]
+        for c in verdict.changes
+    ]  # fmt: skip
+    rows += [
+        [m.host, m.config, ", ".join(m.benchmarks), f"not measured: {m.why}", "", missing]
+        for m in verdict.missing
+    ]
+    return rows
+
+
+GATE_HEADER = ("machine class", "config", "benchmark", "new / old [95% CI]", "Holm p", "")
+
+
+def gate_title(fail_above: float) -> str:
+    return (
+        f"Against the previous results (fails when slower by more than {pct(fail_above)} with "
+        "Holm p < 0.05, or when a config measured before has no results now)"
     )
-    for column in ("config", "benchmark", "new / old [95% CI]", "Holm p", ""):
+
+
+def gate_view(verdict: Gate, fail_above: float) -> Group:
+    table = Table(title=gate_title(fail_above), title_justify="left")
+    for column in GATE_HEADER:
         table.add_column(column)
-    for c in changes:
-        flag = Text("REGRESSION", style="bold red") if c.regression else Text("")
-        table.add_row(
-            c.config,
-            c.benchmark,
-            f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]",
-            f"{c.p_holm:.3g}",
-            flag,
-        )
-    return Group(table)
+    for row in _gate_rows(verdict, "REGRESSION", "MISSING"):
+        flag = Text(row[-1], style="bold red")
+        table.add_row(*row[:-1], flag)
+    notes = [Text(f"not compared: {note}", style="yellow") for note in verdict.notes]
+    return Group(table, *notes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,24 +351,11 @@ def compare_markdown(reports: Sequence[HostReport]) -> str:
     return "\n".join(lines)
 
 
-def gate_markdown(changes: Sequence[Change], fail_above: float) -> str:
-    rows = [
-        [
-            c.config,
-            c.benchmark,
-            f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]",
-            f"{c.p_holm:.3g}",
-            "**REGRESSION**" if c.regression else "",
-        ]
-        for c in changes
-    ]
+def gate_markdown(verdict: Gate, fail_above: float) -> str:
+    rows = _gate_rows(verdict, "**REGRESSION**", "**MISSING**")
+    notes = [f"- not compared: {note}" for note in verdict.notes]
     return "\n".join(
-        [
-            f"## Against the previous results (fail above {pct(fail_above)})",
-            "",
-            *md_table(["config", "benchmark", "new / old [95% CI]", "Holm p", ""], rows),
-            "",
-        ]
+        [f"## {gate_title(fail_above)}", "", *md_table(GATE_HEADER, rows), "", *notes, ""]
     )
 
 
@@ -365,9 +374,7 @@ def _estimate_json(e: Estimate) -> dict[str, Any]:
     return data
 
 
-def compare_json(
-    reports: Sequence[HostReport], changes: Sequence[Change] | None = None
-) -> dict[str, Any]:
+def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> dict[str, Any]:
     return {
         "schema": COMPARE_SCHEMA,
         "alpha": ALPHA,
@@ -403,5 +410,13 @@ def compare_json(
             }
             for r in reports
         ],
-        "against": [asdict(c) for c in changes] if changes is not None else None,
+        "against": (
+            {
+                "changes": [asdict(c) for c in verdict.changes],
+                "missing": [asdict(m) for m in verdict.missing],
+                "notes": verdict.notes,
+            }
+            if verdict is not None
+            else None
+        ),
     }

@@ -1,0 +1,315 @@
+"""GitHub Actions' side of a workflow run, replayed on this machine.
+
+Every `run:` step runs as GitHub runs it (`bash --noprofile --norc -eo pipefail`, in the job's
+workspace, with the environment a hosted runner gives: CI, GITHUB_*, RUNNER_*, the job's and
+the step's `env:` with their `${{ }}` expressions evaluated). What GitHub provides itself is
+stood in for with folders: `actions/checkout` copies the repository, `actions/setup-python`
+puts a prepared virtual environment first on PATH, artifacts and caches are folders (a cache
+restores its exact key or the newest key starting with a restore key). Jobs run in `needs`
+order; matrix jobs once per `include` entry; `if:` conditions (job and step) are evaluated, and
+a failed step skips the later ones that do not ask for `always()`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+TOKEN = re.compile(r"\s*(?:('[^']*')|(&&|\|\||==|!=|!|\(|\))|(always\(\)|success\(\)|failure\(\))"
+                   r"|([A-Za-z_][\w.-]*))")  # fmt: skip
+
+
+@dataclass
+class StepResult:
+    name: str
+    outcome: str  # success, failure, skipped
+    output: str = ""
+
+
+@dataclass
+class JobResult:
+    job: str
+    matrix: dict[str, str]
+    steps: list[StepResult] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(s.outcome != "failure" for s in self.steps)
+
+    def step(self, name: str) -> StepResult:
+        return next(s for s in self.steps if s.name == name)
+
+
+@dataclass
+class Replay:
+    """One workflow run: `run_job` each job in order, `results` holds them by job id."""
+
+    workflow: Mapping[str, Any]
+    repository: Path
+    root: Path
+    python_bin: Path
+    """A folder put first on PATH by actions/setup-python (a venv's bin)."""
+    caches: Path
+    artifacts: Path
+    event: str = "schedule"
+    schedule: str = "0 3 * * *"
+    run_id: int = 1
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    extra_path: Path | None = None
+    """Commands GitHub's runners have that this machine must stand in for (sudo)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    results: dict[str, list[JobResult]] = field(default_factory=dict)
+
+    # -- expressions ------------------------------------------------------------------------
+
+    def _value(self, name: str, ctx: Mapping[str, Any]) -> str:
+        head, *rest = name.split(".")
+        value: Any = ctx.get(head, "")
+        for part in rest:
+            value = value.get(part, "") if isinstance(value, Mapping) else ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return "" if value is None else str(value)
+
+    def evaluate(self, text: str, ctx: Mapping[str, Any]) -> Any:
+        """A `${{ }}` expression: contexts, string literals, ==, !=, !, &&, ||, always()."""
+        if text.startswith("hashFiles("):
+            return "hash"
+        python, pos = [], 0
+        while pos < len(text):
+            m = TOKEN.match(text, pos)
+            if not m or m.end() == pos:
+                raise ValueError(f"cannot evaluate {text!r} at {pos}")
+            literal, op, function, name = m.groups()
+            if literal is not None:
+                python.append(repr(literal[1:-1]))
+            elif op is not None:
+                python.append({"&&": "and", "||": "or", "!": "not"}.get(op, op))
+            elif function is not None:
+                python.append(repr(function == "always()" or (function == "success()")
+                                   == ctx["_success"]))  # fmt: skip
+            else:
+                python.append(repr(self._value(name, ctx)))
+            pos = m.end()
+        # Only the tokens above reach eval: quoted literals, operators and booleans.
+        return eval(" ".join(python), {"__builtins__": {}})
+
+    def substitute(self, value: Any, ctx: Mapping[str, Any]) -> Any:
+        if isinstance(value, str):
+            return EXPRESSION.sub(lambda m: str(self.evaluate(m.group(1), ctx)), value)
+        if isinstance(value, Mapping):
+            return {k: self.substitute(v, ctx) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.substitute(v, ctx) for v in value]
+        return value
+
+    def condition(self, text: str | None, ctx: Mapping[str, Any]) -> bool:
+        if text is None:
+            return bool(ctx["_success"])
+        expression = EXPRESSION.fullmatch(text.strip())
+        result = self.evaluate(expression.group(1) if expression else text, ctx)
+        if "always()" not in text and "failure()" not in text and not ctx["_success"]:
+            return False
+        return result is True or result == "true"
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    def _needs(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        needs = job.get("needs", [])
+        needs = [needs] if isinstance(needs, str) else needs
+        out = {}
+        for name in needs:
+            runs = self.results.get(name, [])
+            merged: dict[str, str] = {}
+            for r in runs:
+                merged.update(r.outputs)
+            ok = bool(runs) and all(r.ok for r in runs)
+            out[name] = {"outputs": merged, "result": "success" if ok else "failure"}
+        return out
+
+    def run_job(self, job_id: str) -> list[JobResult]:
+        job = self.workflow["jobs"][job_id]
+        strategy = job.get("strategy", {}).get("matrix")
+        entries: list[dict[str, str]] = [{}]
+        if strategy is not None:
+            if "include" in strategy:
+                entries = [dict(e) for e in strategy["include"]]
+            else:
+                keys = list(strategy)
+                combos = itertools.product(*(strategy[k] for k in keys))
+                entries = [dict(zip(keys, combo, strict=True)) for combo in combos]
+        needs = self._needs(job)
+        results = []
+        for n, entry in enumerate(entries):
+            ctx = self._context(entry, needs, {})
+            ctx["_success"] = all(v["result"] == "success" for v in needs.values())
+            if not self.condition(job.get("if"), ctx):
+                results.append(JobResult(job_id, entry, [StepResult("(job)", "skipped")]))
+                continue
+            results.append(self._run(job_id, n, job, entry, needs))
+        self.results[job_id] = results
+        return results
+
+    def _context(
+        self, entry: Mapping[str, str], needs: Mapping[str, Any], steps: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "github": {
+                "event_name": self.event,
+                "event": {"schedule": self.schedule},
+                "run_id": str(self.run_id),
+            },
+            "matrix": entry,
+            "needs": needs,
+            "steps": steps,
+            "secrets": dict(self.secrets),
+            "_success": True,
+        }
+
+    def _run(
+        self, job_id: str, n: int, job: Mapping[str, Any], entry: dict[str, str],
+        needs: Mapping[str, Any],
+    ) -> JobResult:  # fmt: skip
+        home = self.root / f"{job_id}-{n}"
+        workspace = home / "work"
+        (home / "home").mkdir(parents=True)
+        workspace.mkdir()
+        files = {name: home / name for name in ("output", "summary", "env")}
+        for path in files.values():
+            path.touch()
+        path = [str(self.python_bin)]
+        if self.extra_path is not None:
+            path.insert(0, str(self.extra_path))
+        base_env = {
+            **self.env,
+            "PATH": ":".join([*path, os.environ["PATH"]]),
+            "HOME": str(home / "home"),
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_WORKSPACE": str(workspace),
+            "GITHUB_EVENT_NAME": self.event,
+            "GITHUB_RUN_ID": str(self.run_id),
+            "GITHUB_STEP_SUMMARY": str(files["summary"]),
+            "RUNNER_OS": "Linux",
+            "RUNNER_TEMP": str(home),
+            "RUNNER_NAME": entry.get("runner", "hosted"),
+        }
+        result = JobResult(job_id, entry)
+        steps_ctx: dict[str, Any] = {}
+        post: list[tuple[str, Path, bool]] = []
+        for i, step in enumerate(job["steps"]):
+            ctx = self._context(entry, needs, steps_ctx)
+            ctx["_success"] = result.ok
+            name = step.get("name") or step.get("uses") or f"step {i}"
+            if not self.condition(step.get("if"), ctx):
+                result.steps.append(StepResult(name, "skipped"))
+                continue
+            files["output"].write_text("")
+            env = {
+                **base_env,
+                "GITHUB_OUTPUT": str(files["output"]),
+                "GITHUB_ENV": str(files["env"]),
+            }
+            env.update(self.substitute(job.get("env", {}), ctx))
+            env.update(self.substitute(step.get("env", {}), ctx))
+            if "run" in step:
+                script = self.substitute(step["run"], ctx)
+                proc = subprocess.run(
+                    ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                    cwd=workspace, env=env, capture_output=True, text=True, check=False,
+                    timeout=1800,
+                )  # fmt: skip
+                outcome = "success" if proc.returncode == 0 else "failure"
+                result.steps.append(StepResult(name, outcome, proc.stdout + proc.stderr))
+            else:
+                with_ = self.substitute(step.get("with", {}), ctx)
+                outputs = self._action(step["uses"], with_, workspace, home / "home", post)
+                files["output"].write_text("".join(f"{k}={v}\n" for k, v in outputs.items()))
+                result.steps.append(StepResult(name, "success"))
+            if "id" in step:
+                steps_ctx[step["id"]] = {"outputs": _outputs(files["output"])}
+        for key, path_, hit in post:  # actions/cache saves at the end of a passing job
+            if result.ok and not hit:
+                self._cache_save(key, path_)
+        ctx = self._context(entry, needs, steps_ctx)
+        result.outputs = self.substitute(job.get("outputs", {}), ctx)
+        return result
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def _action(
+        self, uses: str, with_: Mapping[str, Any], workspace: Path, home: Path,
+        post: list[tuple[str, Path, bool]],
+    ) -> dict[str, str]:  # fmt: skip
+        action = uses.split("@", 1)[0]
+        if action == "actions/checkout":
+            shutil.copytree(self.repository, workspace, dirs_exist_ok=True)
+            return {}
+        if action == "actions/setup-python":
+            return {"python-version": str(with_.get("python-version"))}
+        target = workspace / str(with_.get("path", "")).replace("~", str(home), 1)
+        if action == "actions/upload-artifact":
+            into = self.artifacts / with_["name"]
+            if target.is_dir():
+                shutil.copytree(target, into, dirs_exist_ok=True)
+            elif target.is_file():
+                into.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(target, into / target.name)
+            elif with_.get("if-no-files-found", "warn") == "error":
+                raise AssertionError(f"no files at {target}")
+            return {}
+        if action == "actions/download-artifact":
+            pattern = with_.get("pattern") or with_.get("name") or "*"
+            for artifact in sorted(self.artifacts.iterdir()) if self.artifacts.is_dir() else []:
+                if fnmatch.fnmatchcase(artifact.name, pattern):
+                    into = target if with_.get("merge-multiple") else target / artifact.name
+                    shutil.copytree(artifact, into, dirs_exist_ok=True)
+            return {}
+        if action in ("actions/cache", "actions/cache/restore"):
+            key = with_["key"]
+            restore_keys = [k for k in str(with_.get("restore-keys", "")).splitlines() if k]
+            found, hit = self._cache_find(key, restore_keys)
+            if found is not None and not with_.get("lookup-only"):
+                shutil.copytree(found, target, dirs_exist_ok=True)
+            if action == "actions/cache":
+                post.append((key, target, hit))
+            return {"cache-hit": "true" if hit else "false"}
+        if action == "actions/cache/save":
+            self._cache_save(with_["key"], target)
+            return {}
+        raise AssertionError(f"the replay has no stand-in for {uses}")
+
+    def _cache_find(self, key: str, restore_keys: list[str]) -> tuple[Path | None, bool]:
+        if (self.caches / key).is_dir():
+            return self.caches / key, True
+        entries = sorted(self.caches.iterdir(), key=lambda p: p.stat().st_mtime_ns, reverse=True) \
+            if self.caches.is_dir() else []  # fmt: skip
+        for prefix in restore_keys:
+            for entry in entries:
+                if entry.name.startswith(prefix):
+                    return entry, False
+        return None, False
+
+    def _cache_save(self, key: str, path: Path) -> None:
+        if (self.caches / key).exists() or not path.exists():
+            return  # caches are immutable, as on GitHub
+        shutil.copytree(path, self.caches / key)
+
+
+def _outputs(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key] = value
+    return out
