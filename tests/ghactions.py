@@ -185,8 +185,8 @@ class Replay:
         (home / "home").mkdir(parents=True)
         workspace.mkdir()
         files = {name: home / name for name in ("output", "summary", "env")}
-        for path in files.values():
-            path.touch()
+        for file in files.values():
+            file.touch()
         path = [str(self.python_bin)]
         if self.extra_path is not None:
             path.insert(0, str(self.extra_path))

@@ -241,25 +241,76 @@ def run_to_end(created: Any, log: Log | None, timeout: float | None) -> tuple[in
     return int(result.get("StatusCode", -1)), False
 
 
-def copy_out(created: Any, path: str, dest: Path) -> list[Path]:
-    """Copy a folder out of a (stopped) container into `dest`; returns the files copied."""
+@contextlib.contextmanager
+def archive_of(created: Any, path: str) -> Iterator[tarfile.TarFile]:
+    """A path of a (stopped) container as a tar archive, through the engine's API (the engine
+    may be another machine); docker.errors.NotFound when it does not exist."""
     stream, _ = created.get_archive(path)
     with tempfile.TemporaryFile() as raw:
         for chunk in stream:
             raw.write(chunk)
         raw.seek(0)
         with tarfile.open(fileobj=raw) as archive:
-            members = [m for m in archive.getmembers() if m.isfile()]
-            files = []
-            for member in members:
-                name = Path(member.name).name  # flatten: the export holds plain files
-                source = archive.extractfile(member)
-                assert source is not None
-                target = dest / name
-                with target.open("wb") as out:
-                    shutil.copyfileobj(source, out)
-                files.append(target)
+            yield archive
+
+
+def copy_out(created: Any, path: str, dest: Path) -> list[Path]:
+    """Copy a folder out of a (stopped) container into `dest`; returns the files copied."""
+    with archive_of(created, path) as archive:
+        members = [m for m in archive.getmembers() if m.isfile()]
+        files = []
+        for member in members:
+            name = Path(member.name).name  # flatten: the export holds plain files
+            source = archive.extractfile(member)
+            assert source is not None
+            target = dest / name
+            with target.open("wb") as out:
+                shutil.copyfileobj(source, out)
+            files.append(target)
     return files
+
+
+def engine_facts() -> dict[str, Any]:
+    """What the engine says about the machine it runs on (`docker info`)."""
+    info = client().info()
+    keys = ("Name", "NCPU", "MemTotal", "KernelVersion", "OperatingSystem", "Architecture")
+    return {key: info.get(key) for key in keys}
+
+
+def run_and_collect(
+    image: str, command: Sequence[str], folder: str, dest: Path, timeout: float, **options: Any
+) -> tuple[int, str]:
+    """Run a short-lived container, then copy `folder` out of it into `dest`, keeping its tree.
+    Returns the exit code and the container's output."""
+    with container(image, command, **options) as created:
+        code, timed_out = run_to_end(created, None, timeout)
+        output = created.logs().decode("utf-8", "replace")
+        if timed_out:
+            return code, output + f"\n(killed after {timeout:.0f} s)"
+        from docker.errors import NotFound
+
+        try:
+            with archive_of(created, folder) as archive:
+                _extract_tree(archive, dest)
+        except NotFound:
+            pass  # the command failed before writing anything: its output says why
+    return code, output
+
+
+def _extract_tree(archive: tarfile.TarFile, dest: Path) -> None:
+    """Plain files and folders only, never outside `dest` (tarfile's "data" filter needs
+    Python >= 3.10.12)."""
+    for member in archive.getmembers():
+        relative = Path(member.name)
+        if relative.is_absolute() or ".." in relative.parts:
+            continue
+        target = dest / relative
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif member.isfile() and (source := archive.extractfile(member)) is not None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("wb") as out:
+                shutil.copyfileobj(source, out)
 
 
 def signal_status(code: int) -> int:
@@ -267,9 +318,44 @@ def signal_status(code: int) -> int:
     return -(code - 128) if 128 < code < 160 else code
 
 
+def _bench_inputs(config: Mapping[str, Any]) -> bytes:
+    """A tar for the container's root: /tfbuild/payload.py and /io/config.json, with /io owned
+    by the benchmark user, who writes its result there."""
+    uid, gid = (int(part) for part in BENCH_USER.split(":"))
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, owner, mode in (("tfbuild", (0, 0), 0o755), ("io", (uid, gid), 0o755)):
+            folder = tarfile.TarInfo(name)
+            folder.type, folder.mode, (folder.uid, folder.gid) = tarfile.DIRTYPE, mode, owner
+            tar.addfile(folder)
+        files = (
+            ("tfbuild/payload.py", PAYLOAD.read_bytes(), (0, 0)),
+            ("io/config.json", json.dumps(config).encode("utf-8"), (uid, gid)),
+        )
+        for name, data, (file_uid, file_gid) in files:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.uid, info.gid = len(data), 0o644, file_uid, file_gid
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def read_file(created: Any, path: str) -> bytes | None:
+    """One file's bytes from a (stopped) container, or None when it does not exist."""
+    from docker.errors import NotFound
+
+    try:
+        with archive_of(created, path) as archive:
+            member = next((m for m in archive.getmembers() if m.isfile()), None)
+            source = archive.extractfile(member) if member is not None else None
+            return source.read() if source is not None else None
+    except NotFound:
+        return None
+
+
 class DockerRuntime(RuntimeEnv):
     """An image per wheel (installed at image build); benchmarks run in fresh containers with
-    no network, as a non-root user, with the wheel mounted read-only."""
+    no network, as a non-root user; the payload is copied in and the result out through the
+    engine's API, so the engine need not share this machine's files."""
 
     kind = "docker"
 
@@ -356,43 +442,31 @@ class DockerRuntime(RuntimeEnv):
     ) -> RunOutcome:
         if self.image is None:
             raise InstallError("the runtime image is not prepared")
-        with tempfile.TemporaryDirectory(prefix="tfbuild-io-") as tmp:
-            io_dir = Path(tmp)
-            io_dir.chmod(0o777)  # the benchmark user in the container writes its result here
-            (io_dir / "config.json").write_text(
-                json.dumps({**config, "cpus": list(cpus) if cpus else None}), encoding="utf-8"
-            )
-            volumes = {
-                str(PAYLOAD): {"bind": "/tfbuild/payload.py", "mode": "ro"},
-                str(io_dir): {"bind": "/io", "mode": "rw"},
-                str(self.artifact.wheel): {
-                    "bind": f"/wheels/{self.artifact.wheel.name}",
-                    "mode": "ro",
-                },
-            }
-            cpuset = ",".join(map(str, cpus)) if cpus else self.cpuset
-            started = time.perf_counter()
-            with container(
-                self.image,
-                ["/opt/tf/bin/python", "/tfbuild/payload.py", "/io/config.json", "/io/result.json"],
-                environment=dict(env),
-                network_mode="none",
-                user=BENCH_USER,
-                init=True,
-                volumes=volumes,
-                cpuset_cpus=cpuset,
-                nano_cpus=self.nano_cpus,
-                mem_limit=self.memory,
-                labels={"org.tfbuild": "bench"},
-            ) as created:
-                code, timed_out = run_to_end(created, None, timeout)
-                stderr = created.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+        # Nothing is bind-mounted: the engine may be another machine (DOCKER_HOST), so the
+        # payload and its config are copied in through the API and the result copied out.
+        inputs = _bench_inputs({**config, "cpus": list(cpus) if cpus else None})
+        cpuset = ",".join(map(str, cpus)) if cpus else self.cpuset
+        started = time.perf_counter()
+        with container(
+            self.image,
+            ["/opt/tf/bin/python", "/tfbuild/payload.py", "/io/config.json", "/io/result.json"],
+            environment=dict(env),
+            network_mode="none",
+            user=BENCH_USER,
+            init=True,
+            cpuset_cpus=cpuset,
+            nano_cpus=self.nano_cpus,
+            mem_limit=self.memory,
+            labels={"org.tfbuild": "bench"},
+        ) as created:
+            created.put_archive("/", inputs)
+            code, timed_out = run_to_end(created, None, timeout)
+            stderr = created.logs(stdout=False, stderr=True).decode("utf-8", "replace")
             wall = time.perf_counter() - started
-            result_path = io_dir / "result.json"
             result = None
-            if result_path.exists():
-                with contextlib.suppress(ValueError):
-                    result = json.loads(result_path.read_text(encoding="utf-8"))
+            with contextlib.suppress(ValueError):
+                data = read_file(created, "/io/result.json")
+                result = json.loads(data) if data is not None else None
         return RunOutcome(signal_status(code), result, stderr, wall, timed_out)
 
     def describe(self) -> dict[str, Any]:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+# The distribution that provides `import tfbuild`: the index's `tfbuild` is another project.
+DISTRIBUTION = re.findall(r'^name = "(.+)"$', (REPO / "pyproject.toml").read_text(), re.M)[0]
 
 
 def docker_run(image: str, *args: str, volumes: dict[Path, str], command: str) -> str:
@@ -33,7 +38,8 @@ def venv_in_image(
     docker_run(
         base_image,
         volumes={wheelhouse: "/wh:ro", venv: "/v"},
-        command="python3 -m venv /v && /v/bin/pip install -q --no-index --find-links /wh tfbuild",
+        command=f"python3 -m venv /v && /v/bin/pip install -q --no-index --find-links /wh "
+        f"{DISTRIBUTION}",
     )
     return venv
 

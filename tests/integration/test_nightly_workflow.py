@@ -99,7 +99,8 @@ def python_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def workflow(repository: Path) -> dict[str, Any]:
-    return yaml.safe_load((repository / WORKFLOW).read_text())
+    document: dict[str, Any] = yaml.safe_load((repository / WORKFLOW).read_text())
+    return document
 
 
 def tonight(effects: dict[str, Any], seed: int, crash: str | None = None) -> dict[str, Any]:

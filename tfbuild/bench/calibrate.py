@@ -239,6 +239,7 @@ def run_calibration(
     config once per round, shuffled). The document is rewritten after every process."""
     from tfbuild.bench import results, runner
 
+    plan = runner.plan_for_runtimes(plan, options, workspace, reporter)
     document = runner.new_document(plan, options)
     document["schema"] = SCHEMA
     document["calibration"] = {"benchmarks": list(options.suite.benchmarks), "steps": STEPS}

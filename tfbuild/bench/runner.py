@@ -675,9 +675,31 @@ class Clock:
         return self.already + time.monotonic() - self.started
 
 
+def plan_for_runtimes(
+    plan: Plan, options: BenchOptions, workspace: Workspace, reporter: Reporter
+) -> Plan:
+    """The plan for the machine the benchmarks run on: with Docker runtimes on another machine
+    (DOCKER_HOST), the audit, pinning, peak and thread counts are that machine's, probed in a
+    container."""
+    if not workspace.engine_reachable:
+        return plan
+    from tfbuild import engine, probe
+
+    return probe.plan_for_engine(
+        plan,
+        lambda variant: runtime_kind(variant, options.runtime, workspace.engine_reachable),
+        engine.status(),
+        cpus=options.cpus,
+        nano_cpus=int(options.container_cpus * 1e9) if options.container_cpus else None,
+        memory=options.memory,
+        note=reporter.note,
+    )
+
+
 def run_session(
     plan: Plan, options: BenchOptions, workspace: Workspace, reporter: Reporter
 ) -> Path:
+    plan = plan_for_runtimes(plan, options, workspace, reporter)
     document = new_document(plan, options)
     path = workspace.results_dir / f"{document['session']['id']}.json"
 
