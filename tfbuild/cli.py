@@ -1147,7 +1147,7 @@ def compare(
         # To a file: plain text at a fixed width; to the terminal: as wide as it is.
         console = _console() if output is None else Console(record=True, file=io.StringIO(),
                                                             width=120, highlight=False)  # fmt: skip
-        console.print(views.compare_view(reports))
+        console.print(views.compare_view(reports), crop=False)
         if verdict is not None:
             console.print(views.gate_view(verdict, threshold))
         text = None if output is None else console.export_text()
@@ -1258,7 +1258,7 @@ def run(
     html_path = outcome.results.with_suffix(".html")
     atomic_write_text(html_path, compare_html(reports))
     console = _console()
-    console.print(views.compare_view(reports))
+    console.print(views.compare_view(reports), crop=False)
     console.print(f"\nresults: {outcome.results}\nreport:  {html_path}")
     if outcome.skipped_builds:
         console.print(pipeline.no_engine_message(outcome.skipped_builds, docker))

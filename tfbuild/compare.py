@@ -320,6 +320,8 @@ class HostReport:
     """Rounds and processes a fixed design (every config every round, one look) would need to
     resolve the same leading tier as well as this session did; None for fixed designs."""
     processes: int
+    benchmark_s: float | None
+    """Seconds the sessions spent benchmarking (installs not counted), when all recorded it."""
     looks: list[dict[str, Any]]
     """The looks recorded by the session (sequential designs), as written in the results."""
     stop: dict[str, Any] | None
@@ -995,6 +997,11 @@ def _choice(
     )
 
 
+def _benchmark_seconds(sessions: Sequence[Session]) -> float | None:
+    spent = [s.document["session"].get("elapsed_s") for s in sessions]
+    return float(sum(spent)) if all(isinstance(x, (int, float)) and x > 0 for x in spent) else None
+
+
 def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> HostReport:
     """The report for sessions of one machine (one sequential session, or pooled fixed ones).
     `margin` overrides the practical margin the A/A control gives."""
@@ -1093,6 +1100,7 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         resolution=achieved,
         fixed_equivalent=fixed_equivalent,
         processes=sum(len(s.document["runs"]) for s in sessions),
+        benchmark_s=_benchmark_seconds(sessions),
         looks=looks,
         stop=sessions[0].document["session"].get("stop") if len(sessions) == 1 else None,
         replay=replay,

@@ -178,8 +178,9 @@ def test_use_this_keeps_the_baseline_and_says_why(
     doc = session({"other:default": effect}, seed=4)
     proc = compare(str(write(tmp_path / "s.json", doc)))
     assert proc.returncode == 0, proc.stderr
-    use = " ".join(proc.stdout.split("Use this", 1)[1].split())
-    assert f"Use base with tuning default: {expected}" in use
+    use = proc.stdout.split("Use this", 1)[1]
+    reason = " ".join(line.removeprefix("# ") for line in use.splitlines() if line.startswith("#"))
+    assert f"Use base with tuning default: {expected}" in reason
 
 
 def test_sessions_without_seed_pairs_report_no_seed_experiments(tmp_path: Path) -> None:
@@ -418,17 +419,61 @@ def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
     assert screenshot.exists() and screenshot.stat().st_size > 50_000
 
 
-def test_a_real_aa_session_makes_no_claim() -> None:
-    """The same build under two names, measured to the horizon: neither the copy nor the A/A
-    control is called faster or slower, and neither is put out of the leading tier."""
-    path = GOLDEN / "aa-run.json"
-    report = analyse_host([Session(path, json.loads(path.read_text()))])
+@pytest.mark.parametrize(
+    ("name", "stop", "rounds"),
+    [("aa-run.json", "max_rounds", 30), ("aa-run-epyc.json.gz", "resolved", 26)],
+)
+def test_a_real_aa_session_makes_no_claim(name: str, stop: str, rounds: int) -> None:
+    """The same build under two names, measured until resolved or to the horizon (an Intel
+    Xeon and an AMD EPYC guest): neither the copy nor the A/A control is called faster or
+    slower, and neither is put out of the leading tier."""
+    report = analyse_host(load_sessions([GOLDEN / name]))
     copy_of = report.estimates[("stock-again:default", "overall")]
     assert copy_of.verdict in ("equivalent", "undecided") and copy_of.low < 1 < copy_of.high
     assert report.aa["overall"].verdict in ("equivalent", "undecided")
-    assert report.out == [] and report.replay == [] and report.rounds == 30
-    assert report.stop is not None and report.stop["reason"] == "max_rounds"
+    assert report.out == [] and report.replay == [] and report.rounds == rounds
+    assert report.stop is not None and report.stop["reason"] == stop
     assert report.choice is not None and report.choice.config == "stock:default"
+
+
+def test_a_real_session_resolved_to_its_target() -> None:
+    """The README's main example (the default matrix with `tfbuild run`, AMD EPYC guest): it
+    stopped at a look because the leading tier was resolved to the target, its looks replay
+    exactly, the configs put out ran only until their look, and it needed far fewer processes
+    than a fixed design resolving the same tier as well."""
+    path = GOLDEN / "default-run-epyc.json.gz"
+    report = analyse_host(load_sessions([path]))
+    assert report.replay == [] and report.design.sequential
+    assert report.stop is not None and report.stop["reason"] == "resolved"
+    assert report.design.resolve is not None and report.resolution <= report.design.resolve
+    assert report.rounds == report.looks[-1]["round"] < (report.design.horizon or 0)
+    assert_coherent_tiers(report)
+    runs = load_sessions([path])[0].document["runs"]
+    eliminated = {e["config"]: look["round"] for look in report.looks for e in look["eliminated"]}
+    for config, round_ in eliminated.items():
+        assert sum(r["config"] == config for r in runs) == round_
+    assert report.fixed_equivalent is not None
+    assert report.processes == len(runs) <= 0.6 * report.fixed_equivalent[1]
+    choice = report.choice
+    assert choice is not None and choice.config in report.tiers[0]
+    chosen = report.estimates[(choice.config, "overall")]
+    assert chosen.verdict == "faster" and chosen.low > 1 + report.margins["overall"]
+
+
+def test_use_this_survives_copy_and_paste() -> None:
+    """However narrow the terminal, the wheel path and every command of the "use this" block
+    stay whole on their own lines."""
+    name = "default-run-epyc.json.gz"
+    (host,) = json.loads(compare(name, "--format", "json").stdout)["hosts"]
+    commands = host["choice"]["install"]
+    assert len(commands[0]) > 120
+    proc = run_tfbuild("compare", name, cwd=GOLDEN, env={"COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split("Use this", 1)[1].splitlines()
+    assert f"# wheel: {host['choice']['wheel']}" in lines
+    assert all(command in lines for command in commands)
+    reason = lines[1 : lines.index(f"# wheel: {host['choice']['wheel']}")]
+    assert len(reason) > 1 and all(line.startswith("# ") and len(line) <= 100 for line in reason)
 
 
 def test_the_real_default_matrix_session() -> None:

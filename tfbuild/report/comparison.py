@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+import textwrap
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
@@ -92,10 +93,16 @@ def header_lines(r: HostReport) -> list[str]:
     if r.fixed_equivalent is not None and r.resolution <= 1.0:
         rounds, processes = r.fixed_equivalent
         change = 1 - r.processes / processes
+        spent, fixed = "", ""
+        if r.benchmark_s is not None and r.processes:
+            each = r.benchmark_s / r.processes
+            spent = f" in {r.benchmark_s / 60:.1f} min of benchmarking"
+            fixed = f" (about {processes * each / 60:.1f} min at {each:.1f} s a process)"
         lines.append(
-            f"This session ran {r.processes} benchmark processes; a fixed design (every config "
-            f"every round) would need {rounds} rounds, {processes} processes, to resolve its "
-            f"leading tier as well ({abs(change):.0%} {'fewer' if change >= 0 else 'more'} here)"
+            f"This session ran {r.processes} benchmark processes{spent}; a fixed design (every "
+            f"config every round) would need {rounds} rounds, {processes} processes{fixed}, to "
+            f"resolve its leading tier as well ({abs(change):.0%} "
+            f"{'fewer' if change >= 0 else 'more'} here)"
         )
     lines.append(
         f"Smallest difference called faster or slower with 80 % power here: {pct(r.detectable)} "
@@ -198,7 +205,13 @@ def choice_lines(r: HostReport) -> list[str]:
     c = r.choice
     if c is None:
         return ["Nothing to recommend: no config has results."]
-    lines = [f"# Use {c.variant} with tuning {c.tuning}: {c.reason}."]
+    lines = textwrap.wrap(
+        f"Use {c.variant} with tuning {c.tuning}: {c.reason}.",
+        width=98,
+        initial_indent="# ",
+        subsequent_indent="# ",
+        break_on_hyphens=False,
+    )
     if c.wheel:
         lines.append(f"# wheel: {c.wheel}")
         lines.append(f"# sha256: {c.sha256}")
@@ -268,7 +281,8 @@ def compare_view(reports: Sequence[HostReport]) -> Group:
         for failure in r.failures:
             parts.append(Text(f"failed {failure.who}: {failure.reason}", style="red"))
         parts.append(Text("Use this", style="bold underline"))
-        parts.append(Text("\n".join(choice_lines(r))))
+        # Never wrapped: the wheel path and the commands must survive a copy and paste.
+        parts.append(Text("\n".join(choice_lines(r)), no_wrap=True, overflow="ignore"))
     return Group(*parts)
 
 
@@ -395,6 +409,7 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
                 "resolution": _finite(r.resolution),
                 "fixed_equivalent": r.fixed_equivalent,
                 "processes": r.processes,
+                "benchmark_s": r.benchmark_s,
                 "aa": {k: _estimate_json(v) for k, v in r.aa.items()},
                 "warnings": r.warnings,
                 "replay": r.replay,
