@@ -4,40 +4,57 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import textwrap
+import zipfile
 from pathlib import Path
 
 from tfbuild import host
 
 # Instructions a test can execute to prove that a CPU lacks them: (cpuinfo flag, gcc option,
-# C statement). The statement runs when the extension is imported.
+# C statement, what objdump shows for it). The statement runs when the extension is imported;
+# `argc` is read from a volatile, so the compiler cannot fold the work away.
 LACKING = [
     (
         "avx512f",
         "-mavx512f",
         "__m512 v = _mm512_set1_ps((float)argc); sink = _mm512_reduce_add_ps(_mm512_add_ps(v, v));",
+        r"%zmm\d",
     ),
-    ("amx_tile", "-mamx-tile", "_tile_release();"),
+    ("amx_tile", "-mamx-tile", "_tile_release();", r"\btilerelease\b"),
     (
         "avx_vnni",
         "-mavxvnni",
         "__m256i a = _mm256_set1_epi32(argc); a = _mm256_dpbusd_avx_epi32(a, a, a);"
         " sink = (float)_mm256_extract_epi32(a, 0);",
+        r"\bvpdpbusd\b",
     ),
 ]
 
 
-def instruction_this_cpu_lacks() -> tuple[str, str, str]:
-    """(name, gcc flag, statement) for an extension this CPU does not have.
+def instruction_this_cpu_lacks() -> tuple[str, str, str, str]:
+    """(name, gcc flag, statement, objdump pattern) for an extension this CPU does not have.
 
     Every x86 CPU lacks *something* tfbuild knows how to compile; if a CPU has all of these,
     `ud2` (the architecturally undefined instruction) stands in.
     """
     flags = host.detect().cpu.flags
-    for name, flag, statement in LACKING:
+    for name, flag, statement, shows in LACKING:
         if name not in flags:
-            return name, flag, statement
-    return "ud2", "", "__builtin_trap();"
+            return name, flag, statement, shows
+    return "ud2", "", "__builtin_trap();", r"\bud2\b"
+
+
+def init_disassembly(wheel: Path, package: str) -> str:
+    """objdump's disassembly of the module init function of `package._probe` in `wheel`."""
+    with zipfile.ZipFile(wheel) as archive, tempfile.TemporaryDirectory() as tmp:
+        (member,) = [n for n in archive.namelist() if n.startswith(f"{package}/_probe")]
+        path = Path(archive.extract(member, tmp))
+        proc = subprocess.run(
+            ["objdump", "-d", "--no-show-raw-insn", "--disassemble=PyInit__probe", str(path)],
+            capture_output=True, text=True, check=True, timeout=60,
+        )  # fmt: skip
+    return proc.stdout
 
 
 def build_wheel(
@@ -62,7 +79,7 @@ def build_wheel(
             volatile float sink;
             static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "_probe", NULL, -1, NULL};
             PyMODINIT_FUNC PyInit__probe(void) {
-                int argc = 3;
+                int argc = (int)sink + 3;
                 (void)argc;
                 %s
                 return PyModule_Create(&def);

@@ -3,12 +3,15 @@ developer machine, and fail when CI is set: in CI those tests must run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,9 +50,9 @@ def run_tfbuild(
 
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[None]:
-    from tfbuild import engine
+    from tfbuild import host
 
-    status = engine.status()
+    status = host.docker_status()
     require(status.reachable, f"no Docker engine is reachable ({status.error})")
     yield
 
@@ -97,6 +100,31 @@ def containers(label: str, *, stopped: bool = False) -> list[str]:
     """IDs of the Docker containers carrying `label`: running ones, or all with `stopped`."""
     listing = ["docker", "ps", "-aq" if stopped else "-q", "--filter", f"label={label}"]
     return subprocess.run(listing, capture_output=True, text=True, check=True).stdout.split()
+
+
+@contextlib.contextmanager
+def inspected(label: str) -> Iterator[dict[str, dict[str, Any]]]:
+    """While the block runs, `docker inspect` of every container carrying `label`, by id, as
+    the engine reports it (polled; the containers are gone when the block ends)."""
+    from tfbuild import engine
+
+    seen: dict[str, dict[str, Any]] = {}
+    done = threading.Event()
+
+    def poll() -> None:
+        client = engine.client()
+        while not done.is_set():
+            for created in client.containers.list(all=True, filters={"label": label}):
+                seen.setdefault(created.id, created.attrs)
+            done.wait(0.2)
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        done.set()
+        thread.join()
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ from conftest import FIXTURES
 
 from tfbuild import host
 from tfbuild.bench.suite import BENCHMARKS as SUITE
+from tfbuild.bench.suite import SUITE_VERSION
 from tfbuild.compare import HostReport
 
 BENCHMARKS = ("gru-keras", "matmul-pinned", "input-fed")
@@ -174,7 +175,7 @@ def session(
         },
         "host": host_json(hostname, cpuinfo),
         "suite": {
-            "version": 2,
+            "version": SUITE_VERSION,
             "benchmarks": list(benchmarks),
             "warmup_steps": 2,
             "iterations": {b: 10 for b in benchmarks},

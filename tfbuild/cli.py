@@ -482,8 +482,9 @@ def build(
             _print_dry_run(variant, matrix, host, options)
         return
     from tfbuild import engine
+    from tfbuild.host import docker_status
 
-    status = engine.status()
+    status = docker_status()
     if any(v.needs_build for v in chosen) and not status.reachable:
         raise EngineUnavailable(
             f"building source variants needs a Docker engine; none answers at {status.host} "
@@ -694,17 +695,17 @@ def bench(
     look and elimination goes to RESULTS/<session>.json, rewritten after each finished run;
     --resume continues it.
     """
-    from tfbuild import engine
     from tfbuild.bench import runner
     from tfbuild.bench.results import load
     from tfbuild.bench.summary import summarise
+    from tfbuild.host import docker_status
     from tfbuild.plan import make_plan
     from tfbuild.progress import make_reporter
     from tfbuild.report.terminal import bench_view
 
     if quick and preset:
         raise UsageError("--quick is the preset named quick; give --quick or --preset")
-    workspace = _workspace(store_path, cache_dir, results_dir, engine.status().reachable)
+    workspace = _workspace(store_path, cache_dir, results_dir, docker_status().reachable)
     reporter = make_reporter(quiet)
     if resume is not None:
         with reporter:
@@ -785,9 +786,9 @@ def calibrate(
     processes: each one's cost per process and its process-to-process noise, and the precision
     per wall-second relative to the suite's own design. Use a few configs (--only).
     """
-    from tfbuild import engine
     from tfbuild.bench import calibrate as cal
     from tfbuild.bench.results import load_any
+    from tfbuild.host import docker_status
     from tfbuild.plan import make_plan
     from tfbuild.progress import make_reporter
     from tfbuild.report.terminal import calibration_markdown, calibration_view
@@ -795,7 +796,7 @@ def calibrate(
     if report_path is None:
         matrix = _load_matrix(matrix_path)
         plan = make_plan(matrix, _load_host(None), only, skip)
-        workspace = _workspace(store_path, cache_dir, results_dir, engine.status().reachable)
+        workspace = _workspace(store_path, cache_dir, results_dir, docker_status().reachable)
         options = _bench_options(matrix, matrix.suite.settings, seed, None, runtime, False)
         reporter = make_reporter(quiet)
         with reporter:
@@ -1232,15 +1233,16 @@ def run(
     and the config to use.
     """
     from tfbuild import compare as analysis
-    from tfbuild import engine, pipeline
+    from tfbuild import pipeline
     from tfbuild.bench.results import load
+    from tfbuild.host import docker_status
     from tfbuild.progress import make_reporter
     from tfbuild.report import comparison as views
     from tfbuild.report.html import compare_html
     from tfbuild.store import atomic_write_text
 
     matrix = _load_matrix(matrix_path, tensorflow)
-    docker = engine.status()
+    docker = docker_status()
     workspace = _workspace(store_path, cache_dir, results_dir, docker.reachable)
     preset = "quick" if quick else None
     suite = _suite(matrix, preset, budget, resolve, min_rounds, rounds)

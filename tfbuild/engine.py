@@ -11,6 +11,7 @@ import functools
 import io
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -23,14 +24,29 @@ from typing import IO, Any
 from tfbuild import pip
 from tfbuild.errors import BuildFailed, EngineUnavailable, InstallError
 from tfbuild.fetch import Artifact
-from tfbuild.host import DockerInfo
+from tfbuild.host import DEFAULT_DOCKER_HOST, first_line
 from tfbuild.matrix import PipSettings
 from tfbuild.recipes import digest
 from tfbuild.render import render_runtime
-from tfbuild.runtime import PAYLOAD, RunOutcome, RuntimeEnv
+from tfbuild.runtime import BASE_ENV, PAYLOAD, RunOutcome, RuntimeEnv
 
-_DEFAULT_HOST = "unix:///var/run/docker.sock"
-BENCH_USER = "10001:10001"
+BENCH_UID = 10001
+INSTALL_TIMEOUT_S = 1800
+BENCH_USER = f"{BENCH_UID}:{BENCH_UID}"
+INSTALL_DIR = "/tmp/tfbuild-install"
+# How benchmark containers are confined: no network, no capabilities, no privilege gain, a
+# read-only root with a tmpfs /tmp, a bounded number of tasks (TensorFlow's thread pools grow
+# with the CPU count, so the bound is generous).
+ISOLATION: dict[str, Any] = {
+    "network_mode": "none",
+    "user": BENCH_USER,
+    "cap_drop": ["ALL"],
+    "security_opt": ["no-new-privileges"],
+    "read_only": True,
+    "tmpfs": {"/tmp": "rw,nosuid,nodev,size=1g,mode=1777"},
+    "pids_limit": 4096,
+    "init": True,
+}
 Log = Callable[[str], None]
 
 # Containers this process has running, so that Ctrl-C can stop them from the main thread while
@@ -54,35 +70,6 @@ def cancel() -> None:
             created.kill()
 
 
-def status(timeout: float = 3.0) -> DockerInfo:
-    """Whether an engine answers, and its version. Never raises."""
-    host = os.environ.get("DOCKER_HOST", _DEFAULT_HOST)
-    try:
-        import docker
-        from docker.errors import DockerException
-    except ImportError as exc:  # pragma: no cover - docker is a dependency
-        return DockerInfo(reachable=False, host=host, error=f"docker SDK missing: {exc}")
-    try:
-        client = docker.from_env(timeout=timeout)
-        try:
-            version = client.version()
-        finally:
-            client.close()
-    except (DockerException, OSError) as exc:
-        return DockerInfo(reachable=False, host=host, error=_first_line(exc))
-    return DockerInfo(
-        reachable=True,
-        host=host,
-        version=str(version.get("Version")),
-        api_version=str(version.get("ApiVersion")),
-    )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:300]
-
-
 @functools.cache
 def client() -> Any:
     import docker
@@ -92,8 +79,8 @@ def client() -> Any:
         return docker.from_env(timeout=600)
     except DockerException as exc:
         raise EngineUnavailable(
-            f"no Docker engine at {os.environ.get('DOCKER_HOST', _DEFAULT_HOST)} "
-            f"({_first_line(exc)}); start dockerd or set DOCKER_HOST"
+            f"no Docker engine at {os.environ.get('DOCKER_HOST', DEFAULT_DOCKER_HOST)} "
+            f"({first_line(exc)}); start dockerd or set DOCKER_HOST"
         ) from exc
 
 
@@ -105,7 +92,11 @@ def image_info(reference: str) -> dict[str, Any] | None:
         image = client().images.get(reference)
     except ImageNotFound:
         return None
-    return {"id": image.id, "digests": list(image.attrs.get("RepoDigests") or [])}
+    return {
+        "id": image.id,
+        "digests": list(image.attrs.get("RepoDigests") or []),
+        "labels": dict(image.labels or {}),
+    }
 
 
 class Context:
@@ -172,7 +163,7 @@ def build_image(
                 raise BuildFailed(f"docker build of {tag} failed: {chunk['error'].strip()}")
     except (APIError, BuildError) as exc:
         log(str(exc))
-        raise BuildFailed(f"docker build of {tag} failed: {_first_line(exc)}") from exc
+        raise BuildFailed(f"docker build of {tag} failed: {first_line(exc)}") from exc
     finally:
         context.close()
     info = image_info(tag)
@@ -209,7 +200,14 @@ def container(image: str, command: Sequence[str], **options: Any) -> Iterator[An
         with _lock:
             _running.discard(created)
         with contextlib.suppress(Exception):
-            created.remove(force=True)
+            created.remove(force=True, v=True)  # with its anonymous volumes
+
+
+def _volume(target: str) -> Any:
+    """An anonymous volume at `target`, removed with its container."""
+    from docker.types import Mount
+
+    return Mount(target=target, source=None, type="volume")
 
 
 def run_to_end(created: Any, log: Log | None, timeout: float | None) -> tuple[int, bool]:
@@ -318,25 +316,48 @@ def signal_status(code: int) -> int:
     return -(code - 128) if 128 < code < 160 else code
 
 
-def _bench_inputs(config: Mapping[str, Any]) -> bytes:
-    """A tar for the container's root: /tfbuild/payload.py and /io/config.json, with /io owned
-    by the benchmark user, who writes its result there."""
-    uid, gid = (int(part) for part in BENCH_USER.split(":"))
+def _tar(files: Mapping[str, tuple[bytes, int]], folders: Sequence[str] = ()) -> bytes:
+    """A tar of `folders` (root-owned) and `files` (name -> (data, owner uid=gid))."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, owner, mode in (("tfbuild", (0, 0), 0o755), ("io", (uid, gid), 0o755)):
+        for name in folders:
             folder = tarfile.TarInfo(name)
-            folder.type, folder.mode, (folder.uid, folder.gid) = tarfile.DIRTYPE, mode, owner
+            folder.type, folder.mode = tarfile.DIRTYPE, 0o755
             tar.addfile(folder)
-        files = (
-            ("tfbuild/payload.py", PAYLOAD.read_bytes(), (0, 0)),
-            ("io/config.json", json.dumps(config).encode("utf-8"), (uid, gid)),
-        )
-        for name, data, (file_uid, file_gid) in files:
+        for name, (data, owner) in files.items():
             info = tarfile.TarInfo(name)
-            info.size, info.mode, info.uid, info.gid = len(data), 0o644, file_uid, file_gid
+            info.size, info.mode, info.uid, info.gid = len(data), 0o644, owner, owner
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
+
+
+def _bench_inputs(config: Mapping[str, Any]) -> bytes:
+    """A tar for the container's /io (a volume owned by the benchmark user, the only writable
+    place besides a tmpfs /tmp): the payload and its config."""
+    uid = BENCH_UID
+    return _tar(
+        {
+            "payload.py": (PAYLOAD.read_bytes(), 0),
+            "config.json": (json.dumps(config).encode("utf-8"), uid),
+        }
+    )
+
+
+def _redacted(value: str) -> str:
+    """A URL list without user:password@ parts."""
+    return re.sub(r"//[^/@\s]*@", "//", value)
+
+
+def _pip_conf(env: Mapping[str, str], ca_bundle: bool) -> str:
+    """pip.conf for the install container from PIP_* variables (PIP_INDEX_URL -> index-url)."""
+    lines = ["[global]"]
+    for name, value in sorted(env.items()):
+        if "\n" in value or "\r" in value:
+            raise InstallError(f"pip setting {name} holds a line break: {_redacted(value)!r}")
+        lines.append(f"{name.removeprefix('PIP_').lower().replace('_', '-')} = {value}")
+    if ca_bundle:
+        lines.append(f"cert = {INSTALL_DIR}/ca-bundle.pem")
+    return "\n".join(lines) + "\n"
 
 
 def read_file(created: Any, path: str) -> bytes | None:
@@ -381,22 +402,17 @@ class DockerRuntime(RuntimeEnv):
         self.memory = memory
         self.image: str | None = None
 
-    def _dockerfile(self, pip_env: Mapping[str, str], ca_bundle: bool) -> str:
-        env = dict(pip_env)
-        if ca_bundle:
-            env["PIP_CERT"] = "/etc/ssl/certs/tfbuild-ca-bundle.pem"
+    def _script(self) -> str:
         return render_runtime(
             self.template_dirs,
-            {
-                "base_image": self.base_image,
-                "wheel": self.artifact.wheel.name,
-                "sha256": self.artifact.sha256,
-                "pip_env": env,
-                "ca_bundle": ca_bundle,
-            },
+            {"wheel": self.artifact.wheel.name, "sha256": self.artifact.sha256, "uid": BENCH_UID},
         )
 
     def prepare(self) -> bool:
+        """The runtime image: the base image with the wheel installed in /opt/tf, made by the
+        install script in a container and committed (no Dockerfile: nothing the install needs,
+        credentials included, may stay in a layer or the image's history). Reused only when
+        its wheel-sha256 label is this wheel's."""
         base = image_info(self.base_image)
         if base is None:
             raise InstallError(
@@ -404,18 +420,25 @@ class DockerRuntime(RuntimeEnv):
                 "scripts/make-base-image (no registry needed) or docker pull it"
             )
         settings = pip.container_pip(self.settings)
-        dockerfile = self._dockerfile(settings.env, settings.ca_bundle is not None)
-        key = digest(dockerfile, base["id"], sorted(self.artifact.constraints))[:10]
+        script = self._script()
+        ca = settings.ca_bundle.read_bytes() if settings.ca_bundle is not None else b""
+        index = {name: _redacted(value) for name, value in settings.env.items()}
+        key = digest(script, base["id"], sorted(self.artifact.constraints), index, ca.hex())[:10]
         tag = f"tfbuild/runtime:{self.artifact.sha256[:16]}-{key}"
         self.image = tag
-        if image_info(tag) is not None:
-            return False
-        context = Context()
-        context.add_text("Dockerfile", dockerfile)
-        context.add_path(f"wheel/{self.artifact.wheel.name}", self.artifact.wheel)
-        context.add_text("constraints.txt", "".join(f"{c}\n" for c in self.artifact.constraints))
-        if settings.ca_bundle is not None:
-            context.add_path("ca-bundle.pem", settings.ca_bundle)
+        existing = image_info(tag)
+        if existing is not None:
+            if existing["labels"].get("org.tfbuild.wheel-sha256") == self.artifact.sha256:
+                return False
+            client().images.remove(tag, force=True)  # not this wheel: never reused
+        files = {
+            f"wheel/{self.artifact.wheel.name}": (self.artifact.wheel.read_bytes(), 0),
+            "constraints.txt": ("".join(f"{c}\n" for c in self.artifact.constraints).encode(), 0),
+            "pip.conf": (_pip_conf(settings.env, bool(ca)).encode("utf-8"), 0),
+        }
+        if ca:
+            files["ca-bundle.pem"] = (ca, 0)
+        inputs = _tar({f"tfbuild-install/{n}": f for n, f in files.items()}, ["tfbuild-install"])
         log_path = self.log_dir / f"runtime-{self.artifact.sha256[:16]}-{key}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         lines: list[str] = []
@@ -425,12 +448,32 @@ class DockerRuntime(RuntimeEnv):
                 fh.write(line + "\n")
                 lines.append(line)
 
-            try:
-                build_image(context, tag, log, labels={"org.tfbuild.wheel-sha256":
-                                                       self.artifact.sha256})  # fmt: skip
-            except BuildFailed as exc:
-                tail = "\n".join(lines[-25:])
-                raise InstallError(f"{exc}\n{tail}\nfull log: {log_path}") from exc
+            labels = {
+                "org.tfbuild": "runtime",
+                "org.tfbuild.wheel": self.artifact.wheel.name,
+                "org.tfbuild.wheel-sha256": self.artifact.sha256,
+            }
+            with container(self.base_image, ["/bin/bash", "-c", script], labels=labels) as made:
+                made.put_archive("/tmp", inputs)
+                code, timed_out = run_to_end(made, log, INSTALL_TIMEOUT_S)
+                if code != 0 or timed_out:
+                    tail = "\n".join(lines[-25:])
+                    why = f"timed out after {INSTALL_TIMEOUT_S} s" if timed_out else f"exit {code}"
+                    raise InstallError(
+                        f"installing {self.artifact.wheel.name} into {self.base_image} failed "
+                        f"({why}):\n{tail}\nfull log: {log_path}"
+                    )
+                repository, _, version = tag.partition(":")
+                made.commit(
+                    repository=repository,
+                    tag=version,
+                    message=f"tfbuild runtime for {self.artifact.wheel.name}",
+                    changes=[
+                        f"USER {BENCH_USER}",
+                        "WORKDIR /home/bench",
+                        'CMD ["/opt/tf/bin/python"]',
+                    ],
+                )
         return True
 
     def run(
@@ -449,17 +492,16 @@ class DockerRuntime(RuntimeEnv):
         started = time.perf_counter()
         with container(
             self.image,
-            ["/opt/tf/bin/python", "/tfbuild/payload.py", "/io/config.json", "/io/result.json"],
-            environment=dict(env),
-            network_mode="none",
-            user=BENCH_USER,
-            init=True,
+            ["/opt/tf/bin/python", "/io/payload.py", "/io/config.json", "/io/result.json"],
+            environment={**BASE_ENV, "HOME": "/tmp", **env},
+            mounts=[_volume("/io")],
             cpuset_cpus=cpuset,
             nano_cpus=self.nano_cpus,
             mem_limit=self.memory,
             labels={"org.tfbuild": "bench"},
+            **ISOLATION,
         ) as created:
-            created.put_archive("/", inputs)
+            created.put_archive("/io", inputs)
             code, timed_out = run_to_end(created, None, timeout)
             stderr = created.logs(stdout=False, stderr=True).decode("utf-8", "replace")
             wall = time.perf_counter() - started
@@ -478,7 +520,7 @@ class DockerRuntime(RuntimeEnv):
             "base_image": self.base_image,
             "wheel": self.artifact.wheel.name,
             "sha256": self.artifact.sha256,
-            "network": "none",
-            "user": BENCH_USER,
+            "network": ISOLATION["network_mode"],
+            "user": ISOLATION["user"],
             "cpuset": self.cpuset,
         }

@@ -134,6 +134,39 @@ class DockerInfo:
     error: str | None = None
 
 
+DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
+
+
+def docker_status(timeout: float = 3.0) -> DockerInfo:
+    """Whether a Docker engine answers at DOCKER_HOST, and its version. Never raises."""
+    host = os.environ.get("DOCKER_HOST", DEFAULT_DOCKER_HOST)
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError as exc:  # pragma: no cover - docker is a dependency
+        return DockerInfo(reachable=False, host=host, error=f"docker SDK missing: {exc}")
+    try:
+        client = docker.from_env(timeout=timeout)
+        try:
+            version = client.version()
+        finally:
+            client.close()
+    except (DockerException, OSError) as exc:
+        return DockerInfo(reachable=False, host=host, error=first_line(exc))
+    return DockerInfo(
+        reachable=True,
+        host=host,
+        version=str(version.get("Version")),
+        api_version=str(version.get("ApiVersion")),
+    )
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message, first line only, for a one-line error."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
 @dataclass(frozen=True)
 class QemuInfo:
     available: bool
@@ -558,9 +591,7 @@ def detect(
         affinity = tuple(sorted(os.sched_getaffinity(0)))
     total, available = _meminfo(root)
     if live:
-        from tfbuild import engine
-
-        docker = docker or engine.status()
+        docker = docker or docker_status()
         gpus = gpus or detect_gpus()
         qemu = qemu or detect_qemu()
     return HostProfile(

@@ -169,10 +169,6 @@ class Elf:
         end = self.data.find(b"\0", offset)
         return self.data[offset:end].decode("utf-8", "replace")
 
-    def section_bytes(self, name: str) -> bytes:
-        s = self.sections[name]
-        return bytes(self.data[s.offset : s.offset + s.size])
-
     def symbols(self) -> list[tuple[int, int, str]]:
         """Defined function symbols (value, size, name) from .symtab, else .dynsym."""
         out = []

@@ -16,7 +16,7 @@ from tfbuild.resources import data_path
 DOCKERFILE = "tensorflow.Dockerfile.j2"
 BUILD_SCRIPT = "tfbuild-build.sh.j2"
 PREFLIGHT = "tfbuild-preflight"
-RUNTIME_DOCKERFILE = "runtime.Dockerfile.j2"
+RUNTIME_INSTALL = "runtime-install.sh.j2"
 
 
 def template_dirs(matrix_path: Path | None) -> list[Path]:
@@ -77,4 +77,4 @@ def _raw(template: jinja2.Template) -> str:
 
 
 def render_runtime(dirs: list[Path], context: dict[str, Any]) -> str:
-    return environment(dirs).get_template(RUNTIME_DOCKERFILE).render(context)
+    return environment(dirs).get_template(RUNTIME_INSTALL).render(context)

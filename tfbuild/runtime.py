@@ -26,6 +26,7 @@ from tfbuild import pip
 from tfbuild.errors import EngineUnavailable, InstallError
 from tfbuild.fetch import Artifact
 from tfbuild.matrix import KNOWN_ENV, PipSettings, Variant
+from tfbuild.store import atomic_write_json, locked
 
 PAYLOAD = Path(__file__).resolve().parent / "bench" / "payload.py"
 STDERR_TAIL_LINES = 30
@@ -116,6 +117,7 @@ class LocalVenv(RuntimeEnv):
         self.interpreter = self.path / "bin" / "python"
 
     def _ready(self) -> bool:
+        """The venv was completed for this key and its scripts still point into it."""
         marker = self.path / READY_MARKER
         try:
             recorded = json.loads(marker.read_text(encoding="utf-8"))
@@ -123,36 +125,42 @@ class LocalVenv(RuntimeEnv):
             return False
         if recorded.get("key") != self.key or not self.interpreter.exists():
             return False
-        check = subprocess.run(
-            [str(self.interpreter), "-c", "import sys"], capture_output=True, check=False
-        )
-        return check.returncode == 0
+        # bin/pip runs through its shebang: a moved or half-deleted venv fails here.
+        try:
+            check = subprocess.run(
+                [str(self.path / "bin" / "pip"), "--version"],
+                capture_output=True, text=True, check=False, timeout=120,
+            )  # fmt: skip
+        except OSError:  # no bin/pip, or its shebang names an interpreter that is gone
+            return False
+        return check.returncode == 0 and str(self.path) in check.stdout
 
     def prepare(self) -> bool:
-        if self._ready():
-            return False
-        pip.remove_tree(self.path)  # broken or half-made: start again
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=f"{self.key}.partial-", dir=self.path.parent))
-        log = self.path.parent / f"{self.key}.install.log"
-        log.unlink(missing_ok=True)
-        try:
-            python = pip.create_venv(self.python, partial)
-            pip.install(python, self.artifact.wheel, self.artifact.constraints, self.settings, log)
-            (partial / READY_MARKER).write_text(
-                json.dumps(
+        # Made in place (a venv's scripts name its path, so it cannot be renamed), under a lock;
+        # the ready marker is written last, so a venv without one is half-made and is redone.
+        with locked(self.path.parent / f"{self.key}.lock"):
+            if self._ready():
+                return False
+            pip.remove_tree(self.path)
+            log = self.path.parent / f"{self.key}.install.log"
+            log.unlink(missing_ok=True)
+            try:
+                python = pip.create_venv(self.python, self.path)
+                pip.install(
+                    python, self.artifact.wheel, self.artifact.constraints, self.settings, log
+                )
+                atomic_write_json(
+                    self.path / READY_MARKER,
                     {
                         "key": self.key,
                         "wheel": self.artifact.wheel.name,
                         "sha256": self.artifact.sha256,
-                    }
-                ),
-                encoding="utf-8",
-            )
-            partial.rename(self.path)
-        except BaseException:
-            pip.remove_tree(partial)
-            raise
+                    },
+                )
+            except BaseException:
+                pip.remove_tree(self.path)
+                raise
         return True
 
     def run(
@@ -241,33 +249,3 @@ def runtime_kind(variant: Variant, choice: str, engine_reachable: bool) -> str:
             "(start dockerd, set DOCKER_HOST, or pass --runtime local)"
         )
     return wanted
-
-
-@dataclass(frozen=True)
-class RuntimeOptions:
-    """How runtimes are made: where venvs are cached, which image containers start from."""
-
-    cache_dir: Path
-    settings: PipSettings
-    base_image: str
-    template_dirs: tuple[Path, ...]
-    cpuset: str | None = None
-    nano_cpus: int | None = None
-    memory: str | None = None
-
-
-def make_runtime(kind: str, artifact: Artifact, options: RuntimeOptions) -> RuntimeEnv:
-    if kind == "local":
-        return LocalVenv(artifact, options.cache_dir, options.settings)
-    from tfbuild.engine import DockerRuntime
-
-    return DockerRuntime(
-        artifact,
-        settings=options.settings,
-        base_image=options.base_image,
-        template_dirs=list(options.template_dirs),
-        log_dir=options.cache_dir / "logs",
-        cpuset=options.cpuset,
-        nano_cpus=options.nano_cpus,
-        memory=options.memory,
-    )

@@ -7,6 +7,7 @@ target folder and is renamed into place; an interrupted write leaves the old fil
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import tempfile
@@ -46,6 +47,29 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+class Busy(Exception):
+    """Another process holds the lock."""
+
+
+@contextlib.contextmanager
+def locked(path: Path, *, wait: bool = True) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` (created if missing) for the duration of the block.
+
+    With ``wait=False`` it raises Busy at once when another process holds it. The lock dies with
+    its holder, so a killed process never leaves a stale one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError as exc:
+            raise Busy(str(path)) from exc
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 MANIFEST_SCHEMA = "tfbuild.manifest/1"

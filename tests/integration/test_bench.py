@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,8 +14,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from cext import build_wheel, instruction_this_cpu_lacks
-from conftest import containers, run_tfbuild
+from cext import build_wheel, init_disassembly, instruction_this_cpu_lacks
+from conftest import containers, inspected, run_tfbuild
 
 from tfbuild.resources import data_path
 from tfbuild.stats import look_schedule
@@ -234,7 +235,7 @@ suite: {{benchmarks: [matmul-pinned], rounds: 1}}
 
 
 def test_sigill_is_explained(workspace: Path, tmp_path: Path) -> None:
-    name, flag, statement = instruction_this_cpu_lacks()
+    name, flag, statement, shows = instruction_this_cpu_lacks()
     wheel = build_wheel(
         tmp_path,
         package="tensorflow",
@@ -243,6 +244,8 @@ def test_sigill_is_explained(workspace: Path, tmp_path: Path) -> None:
         statement=statement,
         requires=["numpy"],
     )
+    # The fixture is what it claims: the instruction is in the module's init code.
+    assert re.search(shows, init_disassembly(wheel, "tensorflow")), f"no {name} instruction"
     matrix = write_matrix(
         tmp_path / "m",
         f"variants:\n  - {{name: needs-{name.replace('_', '-')}, source: wheel, path: {wheel}}}\n",
@@ -283,12 +286,22 @@ variants:
   - {{name: tf, source: pypi, requirement: "{TF}"}}
 """,
     )
-    proc = bench(workspace, matrix, "--rounds", "3", "--runtime", "docker")
+    with inspected("org.tfbuild=bench") as seen:
+        proc = bench(workspace, matrix, "--rounds", "3", "--runtime", "docker")
     assert proc.returncode == 0, proc.stderr[-3000:]
     _, doc = only_results(matrix)
     runtime = doc["variants"]["tf"]["runtime"]
-    assert runtime["kind"] == "docker" and runtime["network"] == "none"
-    assert runtime["user"] == "10001:10001" and runtime["image"].startswith("tfbuild/runtime:")
+    assert runtime["kind"] == "docker" and runtime["image"].startswith("tfbuild/runtime:")
+    # How the benchmark containers were confined, as the engine reports it.
+    assert seen, "no benchmark container was seen"
+    for attrs in seen.values():
+        config, limits = attrs["Config"], attrs["HostConfig"]
+        assert config["User"] == "10001:10001" and config["Image"] == runtime["image"]
+        assert limits["NetworkMode"] == "none" and limits["CapDrop"] == ["ALL"]
+        assert "no-new-privileges" in limits["SecurityOpt"]
+        assert limits["ReadonlyRootfs"] is True and "/tmp" in limits["Tmpfs"]
+        assert 0 < limits["PidsLimit"] <= 4096
+        assert {m["Destination"] for m in attrs["Mounts"]} == {"/io"}
     assert len(doc["runs"]) == 6 and all(run["status"] == "ok" for run in doc["runs"])
     for run in doc["runs"]:
         assert all(

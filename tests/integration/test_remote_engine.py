@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, run_tfbuild
 
-from tfbuild import engine, host, probe
+from tfbuild import host, probe
 from tfbuild.errors import UsageError
 from tfbuild.matrix import load_matrix
 from tfbuild.plan import make_plan
@@ -255,7 +255,7 @@ suite: {{benchmarks: [matmul-pinned], rounds: 2}}
 def test_probe_sees_the_benchmark_containers_limits(base_image: str) -> None:
     """A probe with the limits of --container-cpus 1 --memory 1g reports one usable CPU and
     the memory limit; without limits, on this engine, it agrees with this machine."""
-    status = engine.status()
+    status = host.docker_status()
     limited, facts = probe.probe(base_image, status, nano_cpus=1_000_000_000, memory="1g")
     topology = limited.topology
     assert limited.source == "engine" and limited.source_path == f"probe container on {status.host}"

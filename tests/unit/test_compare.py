@@ -234,6 +234,40 @@ def test_gate_passes_unchanged_and_fails_slower(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_gate_after_a_suite_upgrade_compares_nothing_and_says_why(tmp_path: Path) -> None:
+    """Old results of an earlier suite measured other work: a much slower config tonight is
+    not a regression against them, and the gate says they were not compared; new results of
+    two suites are refused."""
+    from tfbuild.bench.suite import SUITE_VERSION
+
+    earlier = session({"v:default": 1.0}, seed=1, session_id="old")
+    earlier["suite"]["version"] = SUITE_VERSION - 1
+    old = write(tmp_path / "old.json", earlier)
+    slower = session({"v:default": {"matmul-pinned": 0.5}}, seed=3, session_id="slow")
+    new = write(tmp_path / "slow.json", slower)
+    proc = compare(str(new), "--against", str(old), "--format", "markdown")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"old results of suite v{SUITE_VERSION - 1} are not compared" in proc.stdout
+    assert "REGRESSION" not in proc.stdout
+    proc = compare(str(new), str(old))
+    assert proc.returncode == 9 and "results of different suites" in proc.stderr
+
+
+def test_resume_refuses_a_session_of_another_suite(tmp_path: Path) -> None:
+    """A session's runs must all measure the same work: resuming one recorded with another
+    suite version is refused before anything runs."""
+    from tfbuild.bench.suite import SUITE_VERSION
+
+    doc = session({"v:default": 1.0}, seed=1)
+    doc["session"]["complete"] = False
+    doc["suite"]["version"] = SUITE_VERSION - 1
+    path = write(tmp_path / "results" / "s.json", doc)
+    proc = run_tfbuild("bench", "--resume", str(path), cwd=tmp_path)
+    assert proc.returncode == 9, proc.stderr
+    assert f"recorded with suite v{SUITE_VERSION - 1}, and this tfbuild runs suite" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 ZEN4 = "zen4-epyc-9654.cpuinfo"
 
 
@@ -446,7 +480,7 @@ def test_a_real_session_resolved_to_its_target() -> None:
     assert report.replay == [] and report.design.sequential
     assert report.stop is not None and report.stop["reason"] == "resolved"
     assert report.design.resolve is not None and report.resolution <= report.design.resolve
-    assert report.rounds == report.looks[-1]["round"] < (report.design.horizon or 0)
+    assert report.rounds == report.looks[-1]["round"] <= (report.design.horizon or 0)
     assert_coherent_tiers(report)
     runs = load_sessions([path])[0].document["runs"]
     eliminated = {e["config"]: look["round"] for look in report.looks for e in look["eliminated"]}

@@ -23,18 +23,21 @@ from typing import Any
 from tfbuild.bench.payload import ITERATIONS, SAMPLES, SUITE_VERSION
 
 SCHEMA = "tfbuild.calibration/1"
-V1_ITERATIONS = {
-    "gru-keras": 24,
-    "gru-static": 24,
-    "gru-dynamic": 24,
-    "matmul-fed": 20,
-    "matmul-pinned": 20,
-    "input-fed": 400,
-    "input-pinned": 400,
-}
-V1_SAMPLES = 5
+# Earlier suites' iterations per sample and samples per process, replayed beside the current one.
+EARLIER: dict[int, tuple[dict[str, int], int]] = {
+    1: (
+        {"gru-keras": 24, "gru-static": 24, "gru-dynamic": 24, "matmul-fed": 20,
+         "matmul-pinned": 20, "input-fed": 400, "input-pinned": 400},
+        5,
+    ),
+    2: (
+        {"gru-keras": 8, "gru-static": 8, "gru-dynamic": 8, "matmul-fed": 6,
+         "matmul-pinned": 6, "input-fed": 100, "input-pinned": 100},
+        3,
+    ),
+}  # fmt: skip
 # Steps timed per benchmark per process: enough to replay suite v1's work (5 samples).
-STEPS = {name: V1_SAMPLES * n for name, n in V1_ITERATIONS.items()}
+STEPS = {name: EARLIER[1][1] * n for name, n in EARLIER[1][0].items()}
 
 
 @dataclass(frozen=True)
@@ -55,21 +58,22 @@ def suite_design(benchmarks: Sequence[str]) -> Design:
 
 
 def candidate_designs(benchmarks: Sequence[str]) -> list[Design]:
-    """The suite's design, suite v1's, and uniform scalings of the suite's around it."""
+    """The suite's design, the earlier suites', and uniform scalings of the suite's around it."""
     suite = suite_design(benchmarks)
-    designs = [suite, Design("suite v1", dict(V1_ITERATIONS), {b: V1_SAMPLES for b in benchmarks})]
+    designs = [suite]
+    for version in sorted(EARLIER, reverse=True):
+        iterations, samples = EARLIER[version]
+        designs.append(Design(f"suite v{version}", {b: iterations[b] for b in benchmarks},
+                              {b: samples for b in benchmarks}))  # fmt: skip
     for factor in (0.5, 1, 2, 4):
         for samples in (1, 3, 5):
             iterations = {b: max(1, round(suite.iterations[b] * factor)) for b in benchmarks}
-            if factor == 1 and samples == SAMPLES[benchmarks[0]]:
-                continue
+            per_process = {b: samples for b in benchmarks}
+            if any((d.iterations, d.samples) == (iterations, per_process) for d in designs):
+                continue  # the suite's own, or an earlier suite's, under its name
             if all(iterations[b] * samples <= STEPS[b] for b in benchmarks):
                 designs.append(
-                    Design(
-                        f"{factor:g}x iterations, {samples} samples",
-                        iterations,
-                        {b: samples for b in benchmarks},
-                    )
+                    Design(f"{factor:g}x iterations, {samples} samples", iterations, per_process)
                 )
     return designs
 

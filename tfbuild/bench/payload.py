@@ -1,4 +1,4 @@
-"""tfbuild benchmark suite, version 2: the code that runs inside a runtime (venv or container).
+"""tfbuild benchmark suite, version 3: the code that runs inside a runtime (venv or container).
 
 Imports only the standard library, numpy and tensorflow, and never tfbuild: the file is copied
 into the runtime and run as ``python payload.py CONFIG.json RESULT.json``. The parent process sets
@@ -9,11 +9,11 @@ Every benchmark has fixed shapes, seeds, warm-up, iterations and samples, identi
 build. A change to any of them is a new suite version (SUITE_VERSION), so results of different
 suites are never compared.
 
-Version 2 times less work per process than version 1: on a shared machine the spread between
-processes (thread placement, memory layout, neighbours) dominates the spread within one, so
-more, cheaper processes buy more precision per second than longer ones (`tfbuild calibrate`
-measures it). Each process records where its time went: import, building, tracing, warm-up,
-timed samples.
+Version 2 timed less work per process than version 1, and version 3 half the steps per sample of
+version 2: on a shared machine the spread between processes (thread placement, memory layout,
+neighbours) dominates the spread within one, so more, cheaper processes buy more precision per
+second than longer ones (`tfbuild calibrate` measures it; the README shows the table). Each
+process records where its time went: import, building, tracing, warm-up, timed samples.
 
 The experiments come from:
 - gru-*: "TensorFlow Speed: Build from Source and Hand-Built GRU" (library GRU layer vs a
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-SUITE_VERSION = 2
+SUITE_VERSION = 3
 BENCHMARKS = (
     "gru-keras",
     "gru-static",
@@ -48,13 +48,13 @@ BENCHMARKS = (
 # Iterations in one timed sample and timed samples per process, fixed for every build so that
 # every build does the same work (chosen with `tfbuild calibrate`, see the README).
 ITERATIONS = {
-    "gru-keras": 8,
-    "gru-static": 8,
-    "gru-dynamic": 8,
-    "matmul-fed": 6,
-    "matmul-pinned": 6,
-    "input-fed": 100,
-    "input-pinned": 100,
+    "gru-keras": 4,
+    "gru-static": 4,
+    "gru-dynamic": 4,
+    "matmul-fed": 3,
+    "matmul-pinned": 3,
+    "input-fed": 50,
+    "input-pinned": 50,
 }
 SAMPLES = {name: 3 for name in BENCHMARKS}
 # Untimed steps after the first call (which traces the tf.function and is timed on its own).

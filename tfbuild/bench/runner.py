@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfbuild import __version__, audit, compare
+from tfbuild import __version__, audit, compare, host
 from tfbuild.bench import results
 from tfbuild.bench.payload import ITERATIONS, SAMPLES, SUITE_VERSION, WARMUP_STEPS
 from tfbuild.bench.peak import fp32_peak
@@ -41,7 +41,7 @@ from tfbuild.plan import Plan, PlannedVariant
 from tfbuild.progress import Reporter
 from tfbuild.recipes import make_recipe
 from tfbuild.render import template_dirs
-from tfbuild.runtime import RuntimeEnv, RuntimeOptions, make_runtime, runtime_kind
+from tfbuild.runtime import LocalVenv, RuntimeEnv, runtime_kind
 from tfbuild.store import WheelStore
 
 
@@ -193,6 +193,37 @@ def _fail_variant(
     document["variants"][name]["status"] = "failed"
     document["failures"].append(
         {"variant": name, "configs": keys, "stage": stage, "reason": reason, **extra}
+    )
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    """How runtimes are made: where venvs are cached, which image containers start from."""
+
+    cache_dir: Path
+    settings: PipSettings
+    base_image: str
+    template_dirs: tuple[Path, ...]
+    cpuset: str | None = None
+    nano_cpus: int | None = None
+    memory: str | None = None
+
+
+def make_runtime(kind: str, artifact: Artifact, options: RuntimeOptions) -> RuntimeEnv:
+    """A local venv, or a Docker runtime (the engine module is loaded only then)."""
+    if kind == "local":
+        return LocalVenv(artifact, options.cache_dir, options.settings)
+    from tfbuild.engine import DockerRuntime
+
+    return DockerRuntime(
+        artifact,
+        settings=options.settings,
+        base_image=options.base_image,
+        template_dirs=list(options.template_dirs),
+        log_dir=options.cache_dir / "logs",
+        cpuset=options.cpuset,
+        nano_cpus=options.nano_cpus,
+        memory=options.memory,
     )
 
 
@@ -683,12 +714,12 @@ def plan_for_runtimes(
     container."""
     if not workspace.engine_reachable:
         return plan
-    from tfbuild import engine, probe
+    from tfbuild import probe
 
     return probe.plan_for_engine(
         plan,
         lambda variant: runtime_kind(variant, options.runtime, workspace.engine_reachable),
-        engine.status(),
+        host.docker_status(),
         cpus=options.cpus,
         nano_cpus=int(options.container_cpus * 1e9) if options.container_cpus else None,
         memory=options.memory,
@@ -731,10 +762,12 @@ def resume_session(path: Path, workspace: Workspace, reporter: Reporter) -> Path
     if session.get("complete"):
         reporter.note(f"{path}: the session is already complete")
         return path
-    if "looks" not in document or "design" not in session:
+    version = document["suite"]["version"]
+    if "looks" not in document or "design" not in session or version != SUITE_VERSION:
         raise ResultsError(
-            f"{path}: recorded by an older tfbuild (suite v{document['suite']['version']}); "
-            "start a new session"
+            f"{path}: recorded with suite v{version}, and this tfbuild runs suite "
+            f"v{SUITE_VERSION}: a session's runs must all measure the same work; start a new "
+            "session"
         )
     made = runtime_options(session, workspace.cache_dir)
     runtimes: dict[str, RuntimeEnv] = {}

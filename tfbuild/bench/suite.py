@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUITE_VERSION = 2
+SUITE_VERSION = 3
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ class Summary:
     aa_ratio: dict[str, float]
     """benchmark -> median throughput of the A/A copy / median of the baseline."""
     phases: dict[str, float]
-    """Mean seconds per benchmark process: where its time went (suite v2 results)."""
+    """Mean seconds per benchmark process: where its time went (suite v2 and later)."""
     stop: str | None
     """Why the session stopped (its design's rule), when it did."""
     peak: dict[str, float]

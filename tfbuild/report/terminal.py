@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -230,10 +230,6 @@ def plan_view(plan: Plan) -> Group:
         f"tunings; {runnable} can run on this host",
     )
     return Group(variants, Text(""), tunings, Text(""), summary)
-
-
-def print_view(console: Console, view: Group) -> None:
-    console.print(view)
 
 
 def bench_view(summary: Summary, path: object) -> Group:

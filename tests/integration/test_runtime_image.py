@@ -1,0 +1,155 @@
+"""Runtime images on a real Docker engine: a private index's credentials are used to install
+and leave no trace in the image, its history or the install log."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import io
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tfbuild import engine
+from tfbuild.fetch import Artifact
+from tfbuild.matrix import PipSettings
+from tfbuild.render import template_dirs
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+TOKEN = "tfb-s3cr3t-9d2c41e7"
+USER = "ci-reader"
+
+
+def pure_wheel(folder: Path, name: str, version: str, requires: list[str]) -> Path:
+    """A minimal pure-Python wheel: one module `name`, its metadata and RECORD."""
+    tag = f"{name}-{version}"
+    files = {
+        f"{name}.py": f"VERSION = {version!r}\n",
+        f"{tag}.dist-info/METADATA": "Metadata-Version: 2.1\n"
+        f"Name: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires),
+        f"{tag}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
+        "Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+
+    def digest(text: str) -> str:
+        raw = hashlib.sha256(text.encode()).digest()
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    record = "".join(
+        f"{path},sha256={digest(text)},{len(text.encode())}\n" for path, text in files.items()
+    )
+    files[f"{tag}.dist-info/RECORD"] = record + f"{tag}.dist-info/RECORD,,\n"
+    wheel = folder / f"{tag}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+class PrivateIndex(http.server.BaseHTTPRequestHandler):
+    """A PEP 503 index with one project, answering only requests that carry the credentials."""
+
+    wheel: Path
+    authorised: list[str]
+
+    def do_GET(self) -> None:
+        expected = "Basic " + base64.b64encode(f"{USER}:{TOKEN}".encode()).decode()
+        if self.headers.get("Authorization") != expected:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="private"')
+            self.end_headers()
+            return
+        self.authorised.append(self.path)
+        if self.path.rstrip("/") == "/simple/tfbuild-private-dep":
+            body = f'<a href="/files/{self.wheel.name}">{self.wheel.name}</a>'.encode()
+            kind = "text/html"
+        elif self.path == f"/files/{self.wheel.name}":
+            body, kind = self.wheel.read_bytes(), "application/octet-stream"
+        else:
+            self.send_response(404)
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def private_index(tmp_path: Path, docker_engine: None) -> Iterator[tuple[str, list[str]]]:
+    """(index URL with credentials as containers reach it, requests that were authorised)."""
+    (tmp_path / "index").mkdir()
+    dep = pure_wheel(tmp_path / "index", "tfbuild_private_dep", "1.0", [])
+
+    class Handler(PrivateIndex):
+        wheel = dep
+        authorised: list[str] = []  # noqa: RUF012 - one server, one list
+
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    bridge = engine.client().networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
+    try:
+        yield f"http://{USER}:{TOKEN}@{bridge}:{server.server_port}/simple", Handler.authorised
+    finally:
+        server.shutdown()
+
+
+def test_index_credentials_never_reach_the_runtime_image(
+    private_index: tuple[str, list[str]], base_image: str, tmp_path: Path
+) -> None:
+    url, authorised = private_index
+    host = url.split("@")[1].split("/")[0]
+    wheel = pure_wheel(tmp_path, "tfbuild_needs_private", "1.0", ["tfbuild-private-dep"])
+    sha256 = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    runtime = engine.DockerRuntime(
+        Artifact("private", wheel, sha256, (), {}),
+        settings=PipSettings(url, (), "none", (host,)),
+        base_image=base_image,
+        template_dirs=template_dirs(None),
+        log_dir=tmp_path / "logs",
+    )
+    assert runtime.prepare() is True and runtime.image is not None
+    try:
+        # The credentials were used: the dependency came from the private index.
+        assert "/simple/tfbuild-private-dep/" in authorised
+        client = engine.client()
+        out = client.containers.run(
+            runtime.image,
+            ["/opt/tf/bin/python", "-c", "import tfbuild_private_dep as d; print(d.VERSION)"],
+            remove=True,
+            network_mode="none",
+        )
+        assert out.decode().strip() == "1.0"
+        # ...and they are nowhere: not in the config, the history, any layer or the log.
+        image = client.images.get(runtime.image)
+        assert image.labels["org.tfbuild.wheel-sha256"] == sha256
+        assert image.attrs["Config"]["User"] == engine.BENCH_USER
+        history = client.api.history(runtime.image)
+        assert any("pip install" in (entry.get("CreatedBy") or "") for entry in history)
+        saved = io.BytesIO()
+        for chunk in image.save():
+            saved.write(chunk)
+        places = {
+            "image config": repr(image.attrs).encode(),
+            "history": repr(history).encode(),
+            "layers": saved.getvalue(),
+            "install log": b"".join(p.read_bytes() for p in (tmp_path / "logs").glob("*.log")),
+        }
+        assert b"tfbuild_private_dep" in places["layers"]  # the search reads real layers
+        assert b"Looking in indexes" in places["install log"]
+        for place, data in places.items():
+            assert TOKEN.encode() not in data, f"the token is in the {place}"
+        # Reused for the same wheel; a different label would force a rebuild.
+        assert runtime.prepare() is False
+    finally:
+        engine.client().images.remove(runtime.image, force=True)
