@@ -65,6 +65,7 @@ def build_wheel(
     cflags: list[str],
     statement: str = "",
     requires: list[str] | None = None,
+    prelude: str = "",
 ) -> Path:
     """A wheel with `package`/__init__.py importing `package._probe`, a C extension whose module
     init runs `statement` (so importing the package executes it)."""
@@ -77,6 +78,7 @@ def build_wheel(
             #include <Python.h>
             #include <immintrin.h>
             volatile float sink;
+            %s
             static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "_probe", NULL, -1, NULL};
             PyMODINIT_FUNC PyInit__probe(void) {
                 int argc = (int)sink + 3;
@@ -86,7 +88,7 @@ def build_wheel(
             }
             """
         )
-        % statement
+        % (prelude, statement)
     )
     (src / "setup.py").write_text(
         textwrap.dedent(

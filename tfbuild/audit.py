@@ -8,6 +8,8 @@ import json
 import shutil
 import subprocess
 import time
+import zipfile
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -17,7 +19,7 @@ from typing import Any
 from packaging.utils import parse_wheel_filename
 
 from tfbuild import cpu, isa, pip, wheelfile
-from tfbuild.errors import IncompatibleWheel, UsageError
+from tfbuild.errors import BadWheel, IncompatibleWheel, UsageError
 from tfbuild.host import GpuInfo, HostProfile
 from tfbuild.store import atomic_write_json
 
@@ -66,21 +68,36 @@ def inspect_wheel(
     wheel: Path, cache_dir: Path | None, refresh: bool = False, workers: int | None = None
 ) -> dict[str, Any]:
     """The audit report of a wheel, from the cache when this wheel was audited before."""
+    wheelfile.check_wheel(wheel)
     digest = _digest(wheel, cache_dir)
     cached = cache_path(cache_dir, digest) if cache_dir else None
-    if cached is not None and cached.exists() and not refresh:
-        report: dict[str, Any] = json.loads(cached.read_text(encoding="utf-8"))
-        report["cached"] = True
-        return report
+    if cached is not None and not refresh:
+        report = _cached_report(cached, digest)
+        if report is not None:
+            report["cached"] = True
+            return report
     started = time.perf_counter()
-    manifest = wheelfile.embedded_manifest(wheel)
-    declared = isa.declared_flags(manifest)
-    objects = isa.audit_wheel(wheel, declared, workers)
+    try:
+        manifest = wheelfile.embedded_manifest(wheel)
+        declared = isa.declared_flags(manifest)
+        objects = isa.audit_wheel(wheel, declared, workers)
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+        raise BadWheel(f"{wheel}: damaged wheel archive ({exc})") from exc
     report = build_report(wheel, digest, manifest, objects, time.perf_counter() - started)
     if cached is not None:
         atomic_write_json(cached, report)
     report["cached"] = False
     return report
+
+
+def _cached_report(path: Path, digest: str) -> dict[str, Any] | None:
+    """A cached report, or None when there is none or it is damaged (then it is redone)."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(report, dict) and report.get("sha256") == digest and "baseline" in report
+    return report if ok else None
 
 
 def demangle(names: list[str]) -> list[str]:
@@ -151,6 +168,15 @@ def build_report(
             "requires_python": next(iter(meta.get("Requires-Python", [])), None),
         },
         "manifest": manifest,
+        "unreadable": [{"path": o.path, "error": o.error} for o in objects if o.error],
+        "unchecked": {
+            flag: [
+                f"{Path(o.path).name}: {name}"
+                for o in objects
+                for name in o.unchecked.get(flag, [])
+            ]
+            for flag in sorted({f for o in objects for f in o.unchecked})
+        },
         "objects": [
             {
                 "path": o.path,
@@ -167,11 +193,13 @@ def build_report(
                     for flag, u in sorted(o.usage.items())
                 },
                 "baseline": o.baseline,
+                "unchecked": o.unchecked,
                 "glibc": o.glibc,
                 "glibcxx": o.glibcxx,
                 "cuda": o.cuda,
             }
             for o in objects
+            if not o.error
         ],
         "baseline": {
             "flags": isa.minimal(why),
@@ -246,6 +274,24 @@ def verdict(report: dict[str, Any], target: Target) -> WheelVerdict:
         names = ", ".join(cpu.display_name(f) for f in isa.minimal(missing))
         cpu_line = f"will crash here: needs {names}; this CPU has up to {top}"
         runs = False
+    elif unchecked := cpu.missing_flags(set(report.get("unchecked") or {}), target.flags):
+        names = ", ".join(cpu.display_name(f) for f in isa.minimal(unchecked))
+        where = report["unchecked"][sorted(unchecked)[0]][0]
+        cpu_line = (
+            f"unproven: code that runs on load takes the address of code using {names} "
+            f"({where}) and the object has no CPU check, so it may call it at once; the rest "
+            f"needs {required}, {target.label} has up to {top}; `tfbuild verify --cpu MODEL` "
+            "runs the wheel on an emulated CPU"
+        )
+        runs = None
+    elif unreadable := report.get("unreadable"):
+        first = unreadable[0]
+        cpu_line = (
+            f"unproven: {len(unreadable)} ELF object(s) could not be read ({first['path']}: "
+            f"{first['error']}); the rest needs {required}, {target.label} has up to {top}; "
+            "`tfbuild verify --cpu MODEL` runs the wheel on an emulated CPU"
+        )
+        runs = None
     else:
         cpu_line = f"runs here: needs {required}; {target.label} has up to {top}"
     floor = report["glibc"]["floor"]

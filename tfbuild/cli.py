@@ -408,6 +408,7 @@ def _latest(matrix: Any) -> dict[str, Any]:
     "--tf-source",
     envvar="TFBUILD_TF_SOURCE",
     type=click.Path(path_type=Path, file_okay=False, exists=True),
+    callback=lambda _ctx, _param, value: _printable_path(value),
     help="Build this local TensorFlow tree (copied in) instead of cloning the tag.",
 )
 @click.option(
@@ -609,6 +610,14 @@ def fetch(
         click.echo(f"{variant.name}: {artifact.wheel} ({state}, sha256 {artifact.sha256[:16]})")
     if not seen:
         click.echo("nothing to fetch: the selection has only source builds (`tfbuild build`)")
+
+
+def _printable_path(value: Path | None) -> Path | None:
+    """A path without control characters (a newline in a folder name would end the line it is
+    written on in a Dockerfile or a log)."""
+    if value is not None and not str(value).isprintable():
+        raise click.BadParameter(f"{str(value)!r} holds control characters; rename the folder")
+    return value
 
 
 def _parse_cpus(value: str | None) -> tuple[int, ...] | None:
@@ -900,12 +909,13 @@ def _wheel_argument(
     """A wheel file, or a variant of the matrix whose wheel is in (or fetched into) the store."""
     from tfbuild.fetch import fetch
     from tfbuild.store import WheelStore
-    from tfbuild.wheelfile import embedded_manifest
+    from tfbuild.wheelfile import check_wheel, embedded_manifest
 
     path = Path(target)
     if target.endswith(".whl"):
         if not path.is_file():
             raise UsageError(f"{target}: no such wheel file")
+        check_wheel(path)
         manifest = embedded_manifest(path) or {}
         return path, tuple(manifest.get("constraints") or ())
     matrix = _load_matrix(matrix_path)
@@ -945,7 +955,8 @@ def inspect(
     extensions its code uses (instruction counts, share of functions); the baseline a CPU
     needs, told apart from kernels only reached after a run-time CPU check, with how it was
     decided; the glibc floor and the manylinux tag it implies; CUDA architectures when
-    cuobjdump is installed. Then the verdict: "runs here" or "will crash here: needs ...".
+    cuobjdump is installed. Then the verdict: "runs here", "will crash here: needs ...", or
+    "unproven" when an ELF object in it could not be read.
     """
     from tfbuild import audit
     from tfbuild.report.terminal import inspect_view
@@ -1286,13 +1297,20 @@ def index(store_path: Path) -> None:
 
     if not store_path.is_dir():
         raise UsageError(f"{store_path}: no such wheel store (build or fetch something first)")
-    indexed = write_index(store_path)
+    from tfbuild.errors import BadWheel
+
+    indexed, skipped = write_index(store_path)
     root = (store_path / "simple").resolve()
     projects = sorted({p for p, _ in indexed})
     click.echo(f"indexed {len(indexed)} wheels of {len(projects)} projects in {root}")
     for project, wheel in indexed:
         click.echo(f"  {project}: {wheel.name}")
     click.echo(f"pip install --index-url {root.as_uri()}/ PROJECT==VERSION")
+    if skipped:
+        raise BadWheel(
+            f"left out of the index, {len(skipped)} file(s) that are not readable wheels:\n"
+            + "\n".join(f"  {line}" for line in skipped)
+        )
 
 
 @cli.group()

@@ -352,8 +352,8 @@ def _pip_conf(env: Mapping[str, str], ca_bundle: bool) -> str:
     """pip.conf for the install container from PIP_* variables (PIP_INDEX_URL -> index-url)."""
     lines = ["[global]"]
     for name, value in sorted(env.items()):
-        if "\n" in value or "\r" in value:
-            raise InstallError(f"pip setting {name} holds a line break: {_redacted(value)!r}")
+        if not value.isprintable():
+            raise InstallError(f"pip setting {name} holds control characters: {_redacted(value)!r}")
         lines.append(f"{name.removeprefix('PIP_').lower().replace('_', '-')} = {value}")
     if ca_bundle:
         lines.append(f"cert = {INSTALL_DIR}/ca-bundle.pem")

@@ -117,3 +117,10 @@ class StaleOutput(TfbuildError):
     """A generated file (the CI workflow) no longer matches what tfbuild generates now."""
 
     exit_code = 13
+
+
+class BadWheel(TfbuildError):
+    """A file given as a wheel is not one: a name that is not a wheel name, not a zip archive,
+    a damaged archive, or no metadata."""
+
+    exit_code = 14

@@ -122,6 +122,12 @@ def _local_wheel(variant: Variant, store: WheelStore) -> Artifact:
     if not variant.path.is_file():
         raise InstallError(f"variant {variant.name!r}: wheel file not found: {variant.path}")
     digest = pip.sha256_of(variant.path)
+    if variant.sha256 is not None and digest != variant.sha256:
+        where = f" ({variant.where})" if variant.where else ""
+        raise InstallError(
+            f"variant {variant.name!r}{where}: {variant.path} has sha256 {digest}, but the "
+            f"matrix pins {variant.sha256}; the file changed, or the pin is wrong"
+        )
     manifest = store.read_manifest(variant.id)
     if manifest is None or manifest.get("sha256") != digest:
         from packaging.utils import parse_wheel_filename

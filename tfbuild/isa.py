@@ -37,7 +37,7 @@ from typing import Any
 
 from tfbuild import cpu
 
-ANALYSIS_VERSION = 1
+ANALYSIS_VERSION = 3
 PERVASIVE_SHARE = 0.05
 PERVASIVE_MIN_FUNCTIONS = 20
 ELF_MAGIC = b"\x7fELF"
@@ -117,6 +117,10 @@ class ObjectAudit:
     cuda: dict[str, Any] | None
     entry_points: int
     reachable: int
+    error: str | None = None
+    """Why the object could not be read (truncated, damaged): then nothing else is known."""
+    unchecked: dict[str, list[str]] = field(default_factory=dict)
+    """Extensions of code whose address is taken on load, in an object with no CPU check."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,6 +138,10 @@ class Section:
     entsize: int
 
 
+class OtherMachine(ValueError):
+    """An ELF object for another machine (a bundled tool): nothing of it runs on x86-64."""
+
+
 class Elf:
     """Just enough ELF64 little-endian x86-64 for the audit."""
 
@@ -142,10 +150,10 @@ class Elf:
         self.file = path.open("rb")
         self.data = mmap.mmap(self.file.fileno(), 0, access=mmap.ACCESS_READ)
         if self.data[:4] != ELF_MAGIC or self.data[4] != 2 or self.data[5] != 1:
-            raise ValueError(f"{path.name}: not a 64-bit little-endian ELF object")
+            raise OtherMachine(f"{path.name}: not a 64-bit little-endian ELF object")
         (machine,) = struct.unpack_from("<H", self.data, 18)
         if machine != 62:
-            raise ValueError(f"{path.name}: not x86-64 code (machine {machine})")
+            raise OtherMachine(f"{path.name}: not x86-64 code (machine {machine})")
         (shoff,) = struct.unpack_from("<Q", self.data, 40)
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", self.data, 58)
         raw = []
@@ -322,6 +330,29 @@ class Elf:
                     targets[first + stride * k] = value
         return targets
 
+    def pointer_slots(self) -> dict[int, int]:
+        """Data slot address -> the code address the dynamic linker stores there (GOT entries
+        and pointer tables: R_X86_64_RELATIVE, GLOB_DAT and 64 relocations in .rela.dyn)."""
+        if ".rela.dyn" not in self.sections:
+            return {}
+        values: list[int] = []
+        if ".dynsym" in self.sections:
+            dynsym = self.sections[".dynsym"]
+            values = [
+                struct.unpack_from("<IBBHQQ", self.data, off)[4]
+                for off in range(dynsym.offset, dynsym.offset + dynsym.size, 24)
+            ]
+        rela = self.sections[".rela.dyn"]
+        slots = {}
+        for off in range(rela.offset, rela.offset + rela.size, 24):
+            r_offset, r_info, addend = struct.unpack_from("<QQq", self.data, off)
+            kind, index = r_info & 0xFFFFFFFF, r_info >> 32
+            if kind == 8:  # RELATIVE
+                slots[r_offset] = addend
+            elif kind in (1, 6) and 0 < index < len(values) and values[index]:  # 64, GLOB_DAT
+                slots[r_offset] = values[index] + (addend if kind == 1 else 0)
+        return slots
+
     def _at(self, addr: int, size: int) -> bytes:
         for s in self.by_index:
             if s.addr and s.addr <= addr < s.addr + s.size and s.type != 8:  # not NOBITS
@@ -342,16 +373,20 @@ def _feature_names() -> dict[int, str]:
     return {value: FEATURES[name] for value, name in names.items() if name in FEATURES}
 
 
-def _decode(
-    job: tuple[str, int, int, list[tuple[int, int]]],
-) -> list[tuple[int, dict[str, int], list[int]]]:
-    """Decode functions [(start, end)] of one object; per function: extension counts and the
-    targets of its direct calls and jumps that leave it."""
+Decoded = tuple[int, dict[str, int], list[int], list[int], bool]
+
+
+def _decode(job: tuple[str, int, int, list[tuple[int, int]]]) -> list[Decoded]:
+    """Decode functions [(start, end)] of one object; per function: extension counts, the
+    targets of its direct calls and jumps that leave it, the code addresses it takes
+    (RIP-relative LEA, or a GOT slot it loads), and whether it executes CPUID."""
     import iced_x86
 
     path, text_addr, text_offset, ranges = job
     wanted = _feature_names()
     call_codes = {iced_x86.Code.CALL_REL32_64, iced_x86.Code.JMP_REL32_64}
+    # A function's address, taken (LEA) or loaded from a GOT slot (MOV) relative to RIP.
+    address_codes = {iced_x86.Code.LEA_R64_M, iced_x86.Code.MOV_R64_RM64}
     # TZCNT and LZCNT are encoded as REP BSF / REP BSR: CPUs without BMI1/LZCNT run them as
     # BSF/BSR instead of faulting, so compilers emit them for any target. They need nothing.
     harmless = {c for n, c in vars(iced_x86.Code).items() if n.startswith(("TZCNT_", "LZCNT_"))}
@@ -363,6 +398,8 @@ def _decode(
             decoder = iced_x86.Decoder(64, data[offset : offset + (end - start)], ip=start)
             counts: dict[str, int] = {}
             targets = []
+            taken = []
+            cpuid = False
             for ins in decoder:
                 code = ins.code
                 names = features_of.get(code)
@@ -379,7 +416,11 @@ def _decode(
                     target = ins.near_branch_target
                     if not start <= target < end:
                         targets.append(target)
-            out.append((start, counts, targets))
+                elif code in address_codes and ins.is_ip_rel_memory_operand:
+                    taken.append(ins.ip_rel_memory_address)
+                elif code == iced_x86.Code.CPUID:
+                    cpuid = True
+            out.append((start, counts, targets, taken, cpuid))
     return out
 
 
@@ -410,13 +451,14 @@ def audit_object(path: Path, label: str, workers: int, declared: Iterable[str] =
         roots = set(elf.init_entry_points())
         roots |= {v for k, v in elf.dynamic_symbols().items() if k.startswith("PyInit_")}
         plt = elf.plt_targets()
+        slots = elf.pointer_slots()
         glibc, glibcxx = _versions(elf)
         cuda = _cuda(elf, path)
         text_addr, text_offset = text.addr, text.offset
     finally:
         elf.close()
     jobs = _chunks(str(path), text_addr, text_offset, in_text, workers)
-    results: list[tuple[int, dict[str, int], list[int]]] = []
+    results: list[Decoded] = []
     if workers > 1 and len(jobs) > 1:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             for part in pool.imap_unordered(_decode, jobs):
@@ -425,8 +467,10 @@ def audit_object(path: Path, label: str, workers: int, declared: Iterable[str] =
         for job in jobs:
             results += _decode(job)
     names = {f.start: f.name for f in in_text}
-    per_function = {start: counts for start, counts, _ in results}
-    edges = {start: targets for start, _, targets in results}
+    per_function = {start: counts for start, counts, _, _, _ in results}
+    edges = {start: targets for start, _, targets, _, _ in results}
+    pointers = {start: taken for start, _, _, taken, _ in results if taken}
+    checks_cpu = any(cpuid for *_, cpuid in results)
     starts = sorted(per_function)
     usage: dict[str, Usage] = defaultdict(Usage)
     for start, counts in per_function.items():
@@ -450,6 +494,18 @@ def audit_object(path: Path, label: str, workers: int, declared: Iterable[str] =
     for name in declared:
         if name in usage:
             baseline[name].append("compiled for it (manifest copts)")
+    # Code whose address is taken by code that runs on load may be called through the pointer
+    # right away. With a CPU check (CPUID) in the object that is the dispatch pattern; without
+    # one, nothing shows that the call waits for a check, so the extensions count as unproven.
+    unchecked: dict[str, list[str]] = {}
+    if not checks_cpu:
+        exact = set(starts)
+        addresses = (slots.get(a, a) for f in reachable for a in pointers.get(f, ()))
+        taken_roots = [a for a in addresses if a in exact]
+        for start in _reachable(taken_roots, starts, edges, plt) - reachable:
+            for name in per_function.get(start, {}):
+                if name not in baseline:
+                    unchecked.setdefault(name, []).append(names.get(start) or f"0x{start:x}")
     return ObjectAudit(
         path=label,
         functions=total,
@@ -460,6 +516,7 @@ def audit_object(path: Path, label: str, workers: int, declared: Iterable[str] =
         cuda=cuda,
         entry_points=len(roots),
         reachable=len(reachable),
+        unchecked={name: found[:3] for name, found in sorted(unchecked.items())},
     )
 
 
@@ -568,8 +625,11 @@ def audit_wheel(
                 shutil.copyfileobj(source, out, 1 << 20)
             try:
                 audits.append(audit_object(target, name, workers, declared))
-            except ValueError:
-                continue  # not x86-64 (a bundled tool for another machine): nothing to run here
+            except OtherMachine:
+                continue  # a bundled tool for another machine: nothing of it runs here
+            except (ValueError, struct.error, IndexError, KeyError, OSError) as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                audits.append(ObjectAudit(name, 0, {}, {}, None, None, None, 0, 0, error))
             finally:
                 target.unlink(missing_ok=True)
     return audits

@@ -30,6 +30,7 @@ from tfbuild.resources import load_table
 
 SCHEMA_VERSION = 1
 Source = Literal["bazel", "pypi", "wheel"]
+SHA256_RE = re.compile(r"[0-9a-f]{64}")
 SOURCES: tuple[Source, ...] = ("bazel", "pypi", "wheel")
 RUNTIMES = ("auto", "local", "docker")
 THREAD_WORDS = ("physical", "logical")
@@ -56,6 +57,7 @@ IMAGE_RE = re.compile(
 )
 URL_RE = re.compile(r"(?:grpcs?|https?)://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~/-]*)?")
 INDEX_URL_RE = re.compile(r"(?:https?|file)://[A-Za-z0-9._~:/@%+-]+")
+HOST_DIR_RE = re.compile(r"/[A-Za-z0-9._/+-]{0,1023}")
 PATH_RE = re.compile(r"[A-Za-z0-9._/+-][A-Za-z0-9._/+ -]{0,1023}")
 VOLUME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 HOST_RE = re.compile(r"[A-Za-z0-9.-]{1,253}(?::\d{1,5})?")
@@ -131,6 +133,8 @@ class Variant:
     requirement: str | None = None
     constraints: tuple[str, ...] = ()
     path: Path | None = None
+    sha256: str | None = None
+    """For `source: wheel`: the wheel's pinned sha256, checked before it is used."""
     runtime: str = "auto"
     """Where it runs: local venv, docker container, or auto (docker for source builds)."""
     where: Where | None = field(default=None, compare=False)
@@ -173,6 +177,8 @@ class Variant:
             data |= {"requirement": self.requirement, "constraints": list(self.constraints)}
         else:
             data |= {"path": str(self.path), "constraints": list(self.constraints)}
+            if self.sha256:
+                data["sha256"] = self.sha256
         return data
 
 
@@ -605,13 +611,11 @@ def _read_bazel(ctx: _Ctx, node: yaml.Node | None, base: BazelSettings) -> Bazel
     cache = base.cache
     if (n := m.get("cache")) is not None:
         value = _scalar(ctx, n, m.path("cache"), "a volume name or an absolute path")
-        if value is not None and not (
-            VOLUME_RE.fullmatch(value) or (value.startswith("/") and PATH_RE.fullmatch(value))
-        ):
+        if value is not None and not (VOLUME_RE.fullmatch(value) or HOST_DIR_RE.fullmatch(value)):
             ctx.error(
                 n,
                 f"defaults.bazel.cache: not valid (got {_show(n)}; expected a Docker volume name "
-                "like tfbuild-bazel-cache or an absolute host path)",
+                "like tfbuild-bazel-cache or an absolute host path without spaces)",
             )
         elif value is not None:
             cache = value
@@ -691,7 +695,7 @@ _COMMON_VARIANT_KEYS = ["name", "id", "source", "python", "tensorflow", "runtime
 _SOURCE_KEYS: dict[str, list[str]] = {
     "bazel": ["configs", "cpu_flags", "march", "copts", "cuda"],
     "pypi": ["requirement", "constraints"],
-    "wheel": ["path", "constraints"],
+    "wheel": ["path", "sha256", "constraints"],
 }
 _ALL_VARIANT_KEYS = list(
     dict.fromkeys(_COMMON_VARIANT_KEYS + [k for keys in _SOURCE_KEYS.values() for k in keys])
@@ -828,7 +832,9 @@ def _read_wheel_variant(ctx: _Ctx, m: _Mapping) -> tuple[dict[str, Any], str | N
             py_version = "3." + interpreters.pop()[3:]
     if not path.is_absolute():
         path = ctx.base_dir / path
-    fields = {"path": path, "constraints": _read_constraints(ctx, m)}
+    fields: dict[str, Any] = {"path": path, "constraints": _read_constraints(ctx, m)}
+    if (pin := m.get("sha256")) is not None:
+        fields["sha256"] = _text(ctx, pin, m.path("sha256"), SHA256_RE, "64 lowercase hex digits")
     return fields, tf_version, py_version
 
 

@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -83,11 +84,15 @@ class Emulated:
 
 def run(model: str, python: Path, snippet: str, env: Mapping[str, str], timeout: float) -> Emulated:
     started = time.perf_counter()
+    # Isolated (-I: no current folder or user site on sys.path) and run from an empty folder,
+    # so that a source checkout the caller stands in cannot shadow the installed wheel.
     try:
-        proc = subprocess.run(
-            [binary(), "-cpu", model, str(python), "-c", snippet],
-            capture_output=True, text=True, env=dict(env), timeout=timeout, check=False,
-        )  # fmt: skip
+        with tempfile.TemporaryDirectory(prefix="tfbuild-verify-") as empty:
+            proc = subprocess.run(
+                [binary(), "-cpu", model, str(python), "-I", "-c", snippet],
+                capture_output=True, text=True, env=dict(env), timeout=timeout, check=False,
+                cwd=empty,
+            )  # fmt: skip
     except subprocess.TimeoutExpired:
         return Emulated(model, False, -9, f"did not finish within {timeout:.0f} s", timeout, "")
     took = time.perf_counter() - started

@@ -108,6 +108,7 @@ class Recipe:
             "local_label": self.local_label,
             "cache_dir": CACHE_MOUNT,
             "cache_volume": self.cache_volume,
+            "cache_id": cache_id(self.cache_volume),
             "source_dir": SOURCE_DIR,
             "out_dir": OUT_DIR,
             "ca_bundle": self.ca_bundle,
@@ -118,6 +119,14 @@ class Recipe:
 def local_label(variant: Variant) -> str:
     """PEP 440 local version label naming the variant: mkl-avx2 -> mkl.avx2."""
     return variant.name.replace("-", ".").replace("_", ".")
+
+
+def cache_id(cache: str) -> str:
+    """The BuildKit cache id for the bazel cache: the volume's name, or for a host folder (which
+    a cache mount cannot bind) a name derived from its path."""
+    if not cache.startswith("/"):
+        return cache
+    return "tfbuild-bazel-cache-" + hashlib.sha256(cache.encode()).hexdigest()[:12]
 
 
 def local_source(path: Path) -> Source:

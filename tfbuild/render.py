@@ -12,6 +12,7 @@ import jinja2
 
 from tfbuild.recipes import Recipe, digest
 from tfbuild.resources import data_path
+from tfbuild.text import printable
 
 DOCKERFILE = "tensorflow.Dockerfile.j2"
 BUILD_SCRIPT = "tfbuild-build.sh.j2"
@@ -42,6 +43,7 @@ def environment(dirs: list[Path]) -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["sh"] = lambda value: shlex.quote(str(value))
+    env.filters["comment"] = printable
     return env
 
 

@@ -101,12 +101,13 @@ class WheelStore:
         atomic_write_json(self.manifest_path(variant_id), {"schema": MANIFEST_SCHEMA, **manifest})
 
 
-def write_index(root: Path) -> list[tuple[str, Path]]:
+def write_index(root: Path) -> tuple[list[tuple[str, Path]], list[str]]:
     """A PEP 503 simple index over every wheel in the store, at ROOT/simple/.
 
     Links are relative, carry #sha256= fragments and data-requires-python, so the folder works
     with `pip install --index-url file:///.../simple` and behind any static web server.
-    Returns (project, wheel) pairs indexed.
+    Returns the (project, wheel) pairs indexed, and a line for each file left out because it
+    is not a readable wheel.
     """
     import hashlib
     import html
@@ -114,12 +115,19 @@ def write_index(root: Path) -> list[tuple[str, Path]]:
 
     from packaging.utils import canonicalize_name, parse_wheel_filename
 
-    from tfbuild.wheelfile import metadata
+    from tfbuild.errors import BadWheel
+    from tfbuild.wheelfile import check_wheel, metadata
 
     simple = root / "simple"
     projects: dict[str, list[tuple[Path, str, str | None]]] = {}
+    skipped: list[str] = []
     for wheel in sorted(root.glob("*/*.whl")):
         if wheel.parent.name == "simple" or wheel.parent.name.startswith("."):
+            continue
+        try:
+            check_wheel(wheel)
+        except BadWheel as exc:
+            skipped.append(str(exc))
             continue
         name = str(canonicalize_name(parse_wheel_filename(wheel.name)[0]))
         digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -148,4 +156,4 @@ def write_index(root: Path) -> list[tuple[str, Path]]:
             indexed.append((project, wheel))
         body = page.replace("Simple index", f"Links for {html.escape(project)}") + "".join(rows)
         atomic_write_text(simple / project / "index.html", body + "</body></html>\n")
-    return indexed
+    return indexed, skipped

@@ -134,3 +134,24 @@ def top_level(wheel: Path) -> list[str]:
             (".dist-info", ".data"))}
     )  # fmt: skip
     return [r for r in roots if r.isidentifier()]
+
+
+def check_wheel(wheel: Path) -> None:
+    """Refuse, with what is wrong, a file that is not a readable wheel (name, archive, metadata)."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    from tfbuild.errors import BadWheel
+
+    try:
+        parse_wheel_filename(wheel.name)
+    except InvalidWheelFilename as exc:
+        raise BadWheel(
+            f"{wheel}: not a wheel file name ({exc}); expected "
+            "NAME-VERSION(-BUILD)-PYTHON-ABI-PLATFORM.whl"
+        ) from exc
+    if not zipfile.is_zipfile(wheel):
+        raise BadWheel(f"{wheel}: not a zip archive (a truncated download, or not a wheel)")
+    try:
+        metadata(wheel)
+    except (zipfile.BadZipFile, KeyError, ValueError, UnicodeDecodeError, EOFError) as exc:
+        raise BadWheel(f"{wheel}: damaged or incomplete wheel ({exc})") from exc

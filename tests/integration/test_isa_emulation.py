@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
+from cext import build_wheel
 from conftest import require, run_tfbuild, toy_wheel
 
 pytestmark = [pytest.mark.slow]
@@ -81,7 +83,52 @@ def test_stock_tensorflow_baseline_is_avx(qemu: None, tmp_path: Path) -> None:
 
 def test_verify_says_how_to_get_qemu(tmp_path: Path) -> None:
     wheel = tmp_path / "x-1.0-py3-none-any.whl"
-    wheel.write_bytes(b"")
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            "x-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: x\nVersion: 1.0\n"
+        )
     proc = run_tfbuild("verify", str(wheel), "--cpu", "Haswell-v1", env={"PATH": "/nonexistent"})
     assert proc.returncode == 12
     assert "apt-get install qemu-user" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_verify_is_not_fooled_by_the_folder_it_runs_in(qemu: None, tmp_path: Path) -> None:
+    """Run from a source checkout of the package, verify still imports the installed wheel:
+    the checkout's copy would exit with code 3 if it were imported instead."""
+    wheel = build_wheel(tmp_path, package="shadowed", version="1.0", cflags=[])
+    checkout = tmp_path / "checkout"
+    (checkout / "shadowed").mkdir(parents=True)
+    (checkout / "shadowed" / "__init__.py").write_text("raise SystemExit(3)\n")
+    proc = run_tfbuild(
+        "verify", str(wheel), "--cpu", "Haswell-v1", "--cache-dir", str(tmp_path / "cache"),
+        cwd=checkout, timeout=1800,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Haswell-v1: passes" in proc.stdout
+
+
+POINTER_PRELUDE = """
+__attribute__((target("avx512f"), noinline)) void wide(void) {
+    __m512 a = _mm512_set1_ps(sink);
+    sink = _mm512_reduce_add_ps(_mm512_fmadd_ps(a, a, a));
+}
+void (*volatile kernel)(void);
+"""
+
+
+def test_a_pointer_call_on_import_is_unproven_and_verify_shows_why(
+    qemu: None, tmp_path: Path
+) -> None:
+    """The oracle: PyInit calls AVX-512 code through a function pointer, with no CPU check.
+    The audit cannot see the call, so its verdict for Haswell-v1 is "unproven", not "runs
+    here"; qemu shows the truth (SIGILL)."""
+    wheel = build_wheel(
+        tmp_path, package="pointer", version="1.0", cflags=[], prelude=POINTER_PRELUDE,
+        statement="kernel = wide; kernel();",
+    )  # fmt: skip
+    code, report = inspect(wheel, tmp_path, "--cpu", "Haswell-v1")
+    verdict = report["verdict"]
+    assert isinstance(verdict, dict) and verdict["runs"] is None, verdict
+    assert str(verdict["cpu"]).startswith("unproven: code that runs on load takes the address")
+    code, out = verify(wheel, tmp_path, "Haswell-v1")
+    assert code == 6 and "Haswell-v1: dies with SIGILL" in out, out

@@ -87,6 +87,50 @@ def test_dispatched_code_is_not_baseline(tmp_path: Path) -> None:
     assert result.entry_points >= 1 and result.reachable >= 2
 
 
+POINTER = r"""
+#include <immintrin.h>
+float data[64];
+
+/* AVX-512 code, never called directly */
+__attribute__((target("avx512f"), noinline)) void wide(void) {
+    __m512 a = _mm512_loadu_ps(data);
+    _mm512_storeu_ps(data, _mm512_fmadd_ps(a, a, a));
+}
+
+void (*volatile kernel)(void);
+
+/* runs on load and calls the AVX-512 code through a pointer, with no CPU check */
+__attribute__((constructor)) static void init(void) {
+    kernel = wide;
+    kernel();
+}
+"""
+
+
+def test_code_called_through_a_pointer_on_load_is_unproven(tmp_path: Path) -> None:
+    """No CPU check in the object: the AVX-512 code whose address the constructor takes is not
+    "dispatched", and a CPU without AVX-512 gets "unproven", never "runs here". With a check
+    (DISPATCH) the same pattern is the dispatch the audit leaves out of the baseline."""
+    so = compile_so(tmp_path, "pointer", POINTER)
+    disassembly = subprocess.run(
+        ["objdump", "-d", "--no-show-raw-insn", str(so)], capture_output=True, text=True,
+        check=True,
+    ).stdout  # fmt: skip
+    assert "call   *" in disassembly and "%zmm" in disassembly and "cpuid" not in disassembly
+    result = isa.audit_object(so, so.name, workers=1)
+    assert "avx512f" not in result.baseline
+    assert result.unchecked["avx512f"] == ["wide"]
+    dispatched = compile_so(tmp_path, "dispatch", DISPATCH)
+    assert isa.audit_object(dispatched, dispatched.name, workers=1).unchecked == {}
+    wheel = make_wheel(tmp_path, {"pointer.so": so})
+    report = audit.inspect_wheel(wheel, None)
+    haswell = audit.verdict(report, audit.target_for_model("haswell"))
+    assert haswell.runs is None
+    assert haswell.cpu.startswith("unproven: code that runs on load takes the address of code")
+    assert "AVX512F (pointer.so: wide)" in haswell.cpu
+    assert audit.verdict(report, audit.target_for_model("skylake-avx512")).runs is True
+
+
 def test_compiler_flags_make_extensions_pervasive(tmp_path: Path) -> None:
     so = compile_so(tmp_path, "pervasive", PERVASIVE, "-mavx2", "-mfma")
     result = isa.audit_object(so, so.name, workers=2)

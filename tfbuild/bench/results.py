@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import json
+import math
 import re
 import signal
 from pathlib import Path
@@ -31,7 +32,64 @@ def save(path: Path, document: dict[str, Any]) -> None:
 
 
 def load(path: Path) -> dict[str, Any]:
-    return load_any(path, *READABLE)
+    """A results file, checked for everything tfbuild reads from it."""
+    document = load_any(path, *READABLE)
+    problem = check(document)
+    if problem is not None:
+        raise ResultsError(f"{path}: {problem}; not a results file tfbuild can read")
+    return document
+
+
+def _kind(value: Any) -> str:
+    return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else (
+        repr(value) if isinstance(value, (int, float, str, bool)) or value is None
+        else type(value).__name__
+    )  # fmt: skip
+
+
+def check(document: dict[str, Any]) -> str | None:
+    """What is wrong with a results document (first problem, with its place), or None."""
+    for key, kind in (("session", dict), ("host", dict), ("suite", dict), ("baseline", dict),
+                      ("configs", list), ("failures", list), ("runs", list)):  # fmt: skip
+        if key not in document:
+            return f"{key}: missing"
+        if not isinstance(document[key], kind):
+            wanted = "an object" if kind is dict else "a list"
+            return f"{key}: {_kind(document[key])} where {wanted} belongs"
+    keys = set()
+    for i, config in enumerate(document["configs"]):
+        if not isinstance(config, dict) or not isinstance(config.get("key"), str):
+            return f"configs[{i}]: {_kind(config)} is not a config with a key"
+        keys.add(config["key"])
+    if document["baseline"].get("config") not in keys:
+        return f"baseline.config: {document['baseline'].get('config')!r} is not among configs"
+    for i, run in enumerate(document["runs"]):
+        where = f"runs[{i}]"
+        if not isinstance(run, dict):
+            return f"{where}: {_kind(run)} where a run belongs"
+        if run.get("config") not in keys:
+            return f"{where}.config: {run.get('config')!r} is not among configs"
+        round_ = run.get("round")
+        if not isinstance(round_, int) or isinstance(round_, bool) or round_ < 0:
+            return f"{where}.round: {_kind(round_)} is not a round number"
+        if run.get("status") != "ok":
+            continue
+        benchmarks = run.get("benchmarks")
+        if not isinstance(benchmarks, dict) or not benchmarks:
+            return f"{where}.benchmarks: {_kind(benchmarks)} where measurements belong"
+        for name, entry in benchmarks.items():
+            samples = entry.get("samples") if isinstance(entry, dict) else None
+            if not isinstance(samples, list) or not samples:
+                return (
+                    f"{where}.benchmarks.{name}.samples: {_kind(samples)} is not a list of samples"
+                )
+            for k, sample in enumerate(samples):
+                value: Any = sample.get("throughput") if isinstance(sample, dict) else sample
+                number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                if not (number and math.isfinite(value) and value > 0):
+                    return (f"{where}.benchmarks.{name}.samples[{k}].throughput: {_kind(value)} "
+                            "is not a positive number")  # fmt: skip
+    return None
 
 
 def load_any(path: Path, *schemas: str) -> dict[str, Any]:

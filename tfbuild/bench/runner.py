@@ -42,7 +42,7 @@ from tfbuild.progress import Reporter
 from tfbuild.recipes import make_recipe
 from tfbuild.render import template_dirs
 from tfbuild.runtime import LocalVenv, RuntimeEnv, runtime_kind
-from tfbuild.store import WheelStore
+from tfbuild.store import Busy, WheelStore, locked
 
 
 @dataclass(frozen=True)
@@ -737,22 +737,28 @@ def run_session(
     def save() -> None:
         results.save(path, document)
 
-    save()
-    reporter.note(f"results: {path} (seed {document['session']['seed']})")
-    started = time.monotonic()
-    runtimes = prepare(document, plan, options, workspace, reporter, save)
-    add_aa(document)
-    # The budget buys measurement: fetching, installing and smoke tests (cached after the first
-    # session) are not part of it.
-    document["session"]["prepare_s"] = round(time.monotonic() - started, 1)
-    save()
-    if document["baseline"]["aa_config"] is None:
-        reporter.note(
-            "[yellow]warning[/]: the baseline config cannot run, so there is no A/A control "
-            "and no config can be stopped early"
-        )
-    run_rounds(document, runtimes, reporter, save, Clock())
-    return path
+    with locked(session_lock(path)):  # while it is held, --resume of this file is refused
+        save()
+        reporter.note(f"results: {path} (seed {document['session']['seed']})")
+        started = time.monotonic()
+        runtimes = prepare(document, plan, options, workspace, reporter, save)
+        add_aa(document)
+        # The budget buys measurement: fetching, installing and smoke tests (cached after the first
+        # session) are not part of it.
+        document["session"]["prepare_s"] = round(time.monotonic() - started, 1)
+        save()
+        if document["baseline"]["aa_config"] is None:
+            reporter.note(
+                "[yellow]warning[/]: the baseline config cannot run, so there is no A/A control "
+                "and no config can be stopped early"
+            )
+        run_rounds(document, runtimes, reporter, save, Clock())
+        return path
+
+
+def session_lock(path: Path) -> Path:
+    """The lock file of a results file: held by the session writing it."""
+    return path.with_name(f".{path.name}.lock")
 
 
 def resume_session(path: Path, workspace: Workspace, reporter: Reporter) -> Path:
@@ -762,13 +768,39 @@ def resume_session(path: Path, workspace: Workspace, reporter: Reporter) -> Path
     if session.get("complete"):
         reporter.note(f"{path}: the session is already complete")
         return path
-    version = document["suite"]["version"]
-    if "looks" not in document or "design" not in session or version != SUITE_VERSION:
+    version = document["suite"].get("version")
+    if version != SUITE_VERSION:
         raise ResultsError(
             f"{path}: recorded with suite v{version}, and this tfbuild runs suite "
             f"v{SUITE_VERSION}: a session's runs must all measure the same work; start a new "
             "session"
         )
+    missing = [
+        key
+        for key, where, kind in (
+            ("looks", document, list),
+            ("order", document, list),
+            ("variants", document, dict),
+            ("design", session, dict),
+        )
+        if not isinstance(where.get(key), kind)
+    ]
+    if missing:
+        raise ResultsError(
+            f"{path}: cannot be resumed: {', '.join(missing)} missing or damaged (a session "
+            "written by an older tfbuild, or edited); start a new session"
+        )
+    try:
+        with locked(session_lock(path), wait=False):
+            return _resume(path, document, workspace, reporter)
+    except Busy as exc:
+        raise ResultsError(
+            f"{path}: another tfbuild is running this session; wait for it, or resume a copy"
+        ) from exc
+
+
+def _resume(path: Path, document: dict[str, Any], workspace: Workspace, reporter: Reporter) -> Path:
+    session = document["session"]
     made = runtime_options(session, workspace.cache_dir)
     runtimes: dict[str, RuntimeEnv] = {}
     for name, entry in document["variants"].items():

@@ -17,6 +17,7 @@ from rich.text import Text
 from tfbuild.bench import results
 from tfbuild.bench.suite import CONTRASTS
 from tfbuild.compare import ALPHA, OVERALL, SPLIT, Estimate, Gate, HostReport
+from tfbuild.text import printable
 
 COMPARE_SCHEMA = "tfbuild.compare/2"
 MARK = {"faster": "+", "slower": "-", "equivalent": "=", "undecided": "?", "baseline": ""}
@@ -213,8 +214,8 @@ def choice_lines(r: HostReport) -> list[str]:
         break_on_hyphens=False,
     )
     if c.wheel:
-        lines.append(f"# wheel: {c.wheel}")
-        lines.append(f"# sha256: {c.sha256}")
+        lines.append(f"# wheel: {printable(c.wheel)}")
+        lines.append(f"# sha256: {printable(c.sha256)}")
     lines += c.install
     for key, value in c.env.items():
         if _ENV_NAME.fullmatch(key):

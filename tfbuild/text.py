@@ -1,0 +1,9 @@
+"""Text from outside (paths, names, results files) placed inside a line tfbuild writes."""
+
+from __future__ import annotations
+
+
+def printable(value: object) -> str:
+    """`value` with control characters shown escaped (a newline would end the comment or the
+    line it is written in, and start another)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
