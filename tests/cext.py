@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import subprocess
 import sys
 import tempfile
@@ -113,3 +115,29 @@ def build_wheel(
     )
     normalized = package.replace("-", "_")
     return next(dist.glob(f"{normalized}-{version}-*.whl"))
+
+
+def pure_wheel(folder: Path, name: str, version: str, requires: list[str]) -> Path:
+    """A minimal pure-Python wheel: one module `name`, its metadata and RECORD."""
+    tag = f"{name}-{version}"
+    files = {
+        f"{name}.py": f"VERSION = {version!r}\n",
+        f"{tag}.dist-info/METADATA": "Metadata-Version: 2.1\n"
+        f"Name: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires),
+        f"{tag}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
+        "Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+
+    def digest(text: str) -> str:
+        raw = hashlib.sha256(text.encode()).digest()
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    record = "".join(
+        f"{path},sha256={digest(text)},{len(text.encode())}\n" for path, text in files.items()
+    )
+    files[f"{tag}.dist-info/RECORD"] = record + f"{tag}.dist-info/RECORD,,\n"
+    wheel = folder / f"{tag}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel

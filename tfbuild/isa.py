@@ -628,7 +628,7 @@ def audit_wheel(
             except OtherMachine:
                 continue  # a bundled tool for another machine: nothing of it runs here
             except (ValueError, struct.error, IndexError, KeyError, OSError) as exc:
-                error = f"{type(exc).__name__}: {exc}"
+                error = f"damaged or truncated ELF ({exc})"
                 audits.append(ObjectAudit(name, 0, {}, {}, None, None, None, 0, 0, error))
             finally:
                 target.unlink(missing_ok=True)

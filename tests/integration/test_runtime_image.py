@@ -8,11 +8,11 @@ import hashlib
 import http.server
 import io
 import threading
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cext import pure_wheel
 
 from tfbuild import engine
 from tfbuild.fetch import Artifact
@@ -23,32 +23,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 TOKEN = "tfb-s3cr3t-9d2c41e7"
 USER = "ci-reader"
-
-
-def pure_wheel(folder: Path, name: str, version: str, requires: list[str]) -> Path:
-    """A minimal pure-Python wheel: one module `name`, its metadata and RECORD."""
-    tag = f"{name}-{version}"
-    files = {
-        f"{name}.py": f"VERSION = {version!r}\n",
-        f"{tag}.dist-info/METADATA": "Metadata-Version: 2.1\n"
-        f"Name: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires),
-        f"{tag}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
-        "Root-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-
-    def digest(text: str) -> str:
-        raw = hashlib.sha256(text.encode()).digest()
-        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-
-    record = "".join(
-        f"{path},sha256={digest(text)},{len(text.encode())}\n" for path, text in files.items()
-    )
-    files[f"{tag}.dist-info/RECORD"] = record + f"{tag}.dist-info/RECORD,,\n"
-    wheel = folder / f"{tag}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, text in files.items():
-            archive.writestr(path, text)
-    return wheel
 
 
 class PrivateIndex(http.server.BaseHTTPRequestHandler):

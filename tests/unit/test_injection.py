@@ -58,6 +58,15 @@ def variant_key(key: str, as_list: bool = False) -> Callable[[str], dict[str, An
     return slot(lambda d, v: d["variants"][0].__setitem__(key, [v] if as_list else v))
 
 
+def cuda(key: str, as_list: bool = False) -> Callable[[str], dict[str, Any]]:
+    def set_cuda(d: dict[str, Any], v: str) -> None:
+        fields: dict[str, Any] = {"version": "12.5.1", "compute_capabilities": ["sm_90"]}
+        fields[key] = [v] if as_list else v
+        d["variants"][0].update(tensorflow="2.19.0", configs=[], cuda=fields)
+
+    return slot(set_cuda)
+
+
 def default(section: str, key: str, as_list: bool = False) -> Callable[[str], dict[str, Any]]:
     return slot(lambda d, v: d.setdefault("defaults", {}).__setitem__(
         section, {key: [v] if as_list else v}
@@ -74,6 +83,12 @@ SLOTS: dict[str, Callable[[str], dict[str, Any]]] = {
     "bazel flags": default("bazel", "flags", as_list=True),
     "bazel cache": default("bazel", "cache"),
     "base image": default("base_images", "build"),
+    "bazel remote cache": default("bazel", "remote_cache"),
+    "bazel remote executor": default("bazel", "remote_executor"),
+    "python": variant_key("python"),
+    "cuda version": cuda("version"),
+    "cudnn": cuda("cudnn"),
+    "compute capabilities": cuda("compute_capabilities", as_list=True),
 }
 
 
@@ -114,6 +129,12 @@ def check_slot(name: str, value: str, tmp: Path) -> None:
         "configs": "mkl",
         "bazel flags": "--jobs=8",
         "copts": "-O3",
+        "bazel remote cache": "grpcs://cache.example.com",
+        "bazel remote executor": "grpcs://rbe.example.com",
+        "python": "3.11",
+        "cuda version": "12.5.1",
+        "cudnn": "9.3.0",
+        "compute capabilities": "sm_90",
     }
     reference = known.get(name, "x")
     reference_file, reference_script, reference_command = rendered(
@@ -143,9 +164,9 @@ CRAFTED = json.loads(gzip.decompress((FIXTURES / "results" / "aa-run-epyc.json.g
 
 
 @FUZZ
-@given(value=VALUES, wheel=VALUES)
+@given(value=VALUES, wheel=VALUES, constraint=VALUES)
 def test_printed_shell_lines_split_back_into_their_values(
-    value: str, wheel: str, tmp_path_factory: Any
+    value: str, wheel: str, constraint: str, tmp_path_factory: Any
 ) -> None:
     """A tuning's environment value and a wheel path from a results file (a CI artifact, maybe
     crafted) come back whole from the "use this" lines a user pastes into a shell, and never
@@ -154,13 +175,13 @@ def test_printed_shell_lines_split_back_into_their_values(
     for config in document["configs"]:
         config["env"] = {"LD_PRELOAD": value}
     artifact = document["variants"]["stock"]["artifact"]
-    artifact["wheel"], artifact["constraints"] = wheel, ["numpy<2"]
+    artifact["wheel"], artifact["constraints"] = wheel, [constraint]
     path = tmp_path_factory.mktemp("crafted") / "results.json"
     path.write_text(json.dumps(document))
     lines = choice_lines(analyse_host(load_sessions([path])))
     commands = [line for line in lines if not line.startswith("#")]
     assert [shlex.split(line) for line in commands] == [
-        ["pip", "install", wheel, "numpy<2"],
+        ["pip", "install", wheel, constraint],
         ["export", f"LD_PRELOAD={value}"],
     ]
 
@@ -181,7 +202,14 @@ def test_index_settings_never_reach_the_install_script(url: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("copts", "-DX=="), ("bazel cache", "/srv/cache"), ("variant id", "x.y_z-1")],
+    [
+        ("copts", "-DX=="),
+        ("bazel cache", "/srv/cache"),
+        ("variant id", "x.y_z-1"),
+        ("compute capabilities", "compute_80"),
+        ("bazel remote cache", "grpcs://cache.internal:443"),
+        ("cudnn", "9.1.0"),
+    ],
 )
 def test_accepted_values_stay_in_their_slot(name: str, value: str, tmp_path: Path) -> None:
     """Values the matrix accepts, including a host folder as the bazel cache (whose BuildKit
