@@ -316,14 +316,10 @@ def signal_status(code: int) -> int:
     return -(code - 128) if 128 < code < 160 else code
 
 
-def _tar(files: Mapping[str, tuple[bytes, int]], folders: Sequence[str] = ()) -> bytes:
-    """A tar of `folders` (root-owned) and `files` (name -> (data, owner uid=gid))."""
+def _tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
+    """A tar of `files` (name -> (data, owner uid = gid))."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name in folders:
-            folder = tarfile.TarInfo(name)
-            folder.type, folder.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(folder)
         for name, (data, owner) in files.items():
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.uid, info.gid = len(data), 0o644, owner, owner
@@ -431,14 +427,16 @@ class DockerRuntime(RuntimeEnv):
             if existing["labels"].get("org.tfbuild.wheel-sha256") == self.artifact.sha256:
                 return False
             client().images.remove(tag, force=True)  # not this wheel: never reused
-        files = {
-            f"wheel/{self.artifact.wheel.name}": (self.artifact.wheel.read_bytes(), 0),
-            "constraints.txt": ("".join(f"{c}\n" for c in self.artifact.constraints).encode(), 0),
-            "pip.conf": (_pip_conf(settings.env, bool(ca)).encode("utf-8"), 0),
-        }
+        # A tar on disk, streamed to the engine: a TensorFlow wheel is hundreds of megabytes.
+        inputs = Context()
+        inputs.add_path(f"tfbuild-install/wheel/{self.artifact.wheel.name}", self.artifact.wheel)
+        inputs.add_text(
+            "tfbuild-install/constraints.txt",
+            "".join(f"{c}\n" for c in self.artifact.constraints),
+        )
+        inputs.add_text("tfbuild-install/pip.conf", _pip_conf(settings.env, bool(ca)))
         if ca:
-            files["ca-bundle.pem"] = (ca, 0)
-        inputs = _tar({f"tfbuild-install/{n}": f for n, f in files.items()}, ["tfbuild-install"])
+            inputs.add_text("tfbuild-install/ca-bundle.pem", ca.decode("utf-8"))
         log_path = self.log_dir / f"runtime-{self.artifact.sha256[:16]}-{key}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         lines: list[str] = []
@@ -453,8 +451,11 @@ class DockerRuntime(RuntimeEnv):
                 "org.tfbuild.wheel": self.artifact.wheel.name,
                 "org.tfbuild.wheel-sha256": self.artifact.sha256,
             }
-            with container(self.base_image, ["/bin/bash", "-c", script], labels=labels) as made:
-                made.put_archive("/tmp", inputs)
+            with (
+                container(self.base_image, ["/bin/bash", "-c", script], labels=labels) as made,
+                contextlib.closing(inputs),
+            ):
+                made.put_archive("/tmp", inputs.finish())
                 code, timed_out = run_to_end(made, log, INSTALL_TIMEOUT_S)
                 if code != 0 or timed_out:
                     tail = "\n".join(lines[-25:])
