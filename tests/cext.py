@@ -119,25 +119,33 @@ def build_wheel(
 
 def pure_wheel(folder: Path, name: str, version: str, requires: list[str]) -> Path:
     """A minimal pure-Python wheel: one module `name`, its metadata and RECORD."""
-    tag = f"{name}-{version}"
+    metadata = "".join(f"Requires-Dist: {r}\n" for r in requires)
+    return tagged_wheel(folder, name, "py3-none-any", metadata, version)
+
+
+def tagged_wheel(
+    folder: Path, name: str, tag: str, metadata: str = "", version: str = "1.0"
+) -> Path:
+    """A minimal wheel for the given tag (cp312-none-any...): one module `name` that knows its
+    VERSION and the PYTHON running it, extra METADATA lines, and a RECORD."""
+    dist = f"{name}-{version}"
     files = {
-        f"{name}.py": f"VERSION = {version!r}\n",
-        f"{tag}.dist-info/METADATA": "Metadata-Version: 2.1\n"
-        f"Name: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires),
-        f"{tag}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
-        "Root-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{name}.py": f"import sys\nVERSION = {version!r}\n"
+        "PYTHON = '%d.%d' % sys.version_info[:2]\n",
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\n"
+        f"Version: {version}\n" + metadata,
+        f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
+        f"Root-Is-Purelib: true\nTag: {tag}\n",
     }
 
     def digest(text: str) -> str:
         raw = hashlib.sha256(text.encode()).digest()
         return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
-    record = "".join(
-        f"{path},sha256={digest(text)},{len(text.encode())}\n" for path, text in files.items()
-    )
-    files[f"{tag}.dist-info/RECORD"] = record + f"{tag}.dist-info/RECORD,,\n"
-    wheel = folder / f"{tag}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, text in files.items():
-            archive.writestr(path, text)
-    return wheel
+    record = "".join(f"{p},sha256={digest(t)},{len(t.encode())}\n" for p, t in files.items())
+    files[f"{dist}.dist-info/RECORD"] = record + f"{dist}.dist-info/RECORD,,\n"
+    path = folder / f"{dist}-{tag}.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for p, t in files.items():
+            archive.writestr(p, t)
+    return path

@@ -1,12 +1,16 @@
 """`tfbuild inspect`: a wheel's metadata, manifest and machine-code requirements, and a plain
-verdict for a CPU ("runs here" or "will crash here: needs AVX512F..."). Reports are cached by
-the wheel's sha256."""
+verdict for a CPU ("runs here" or "will crash here: needs AVX512F...") and for GPUs (the SASS
+or PTX that runs on each, or the architectures missing). Reports are cached by the wheel's
+sha256."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import shutil
 import subprocess
+import tempfile
 import time
 import zipfile
 import zlib
@@ -18,9 +22,10 @@ from typing import Any
 
 from packaging.utils import parse_wheel_filename
 
-from tfbuild import cpu, isa, pip, wheelfile
+from tfbuild import cpu, cuobjdump, isa, pip, wheelfile
 from tfbuild.errors import BadWheel, IncompatibleWheel, UsageError
-from tfbuild.host import GpuInfo, HostProfile
+from tfbuild.host import Gpu, GpuInfo, HostProfile
+from tfbuild.matrix import PipSettings
 from tfbuild.store import atomic_write_json
 
 SCHEMA = "tfbuild.inspect/1"
@@ -64,30 +69,68 @@ def cache_path(cache_dir: Path, sha256: str) -> Path:
     return cache_dir / "inspect" / f"{sha256}-v{isa.ANALYSIS_VERSION}.json"
 
 
+INHERIT_PIP = PipSettings("inherit", "inherit", "inherit", ())
+
+
 def inspect_wheel(
-    wheel: Path, cache_dir: Path | None, refresh: bool = False, workers: int | None = None
+    wheel: Path,
+    cache_dir: Path | None,
+    refresh: bool = False,
+    workers: int | None = None,
+    pip_settings: PipSettings = INHERIT_PIP,
 ) -> dict[str, Any]:
-    """The audit report of a wheel, from the cache when this wheel was audited before."""
+    """The audit report of a wheel, from the cache when this wheel was audited before.
+
+    Device code is listed with cuobjdump, installed into `cache_dir` with `pip_settings` when
+    it is not on PATH; a cached report whose device code could not be listed then is listed
+    again when cuobjdump can be had now."""
     wheelfile.check_wheel(wheel)
     digest = _digest(wheel, cache_dir)
     cached = cache_path(cache_dir, digest) if cache_dir else None
+    device_code = cuobjdump.DeviceCode(cache_dir, pip_settings)
     if cached is not None and not refresh:
         report = _cached_report(cached, digest)
         if report is not None:
+            if _relist_device_code(report, wheel, device_code):
+                atomic_write_json(cached, report)
             report["cached"] = True
             return report
     started = time.perf_counter()
     try:
         manifest = wheelfile.embedded_manifest(wheel)
         declared = isa.declared_flags(manifest)
-        objects = isa.audit_wheel(wheel, declared, workers)
+        objects = isa.audit_wheel(wheel, declared, workers, device_code)
     except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
         raise BadWheel(f"{wheel}: damaged wheel archive ({exc})") from exc
-    report = build_report(wheel, digest, manifest, objects, time.perf_counter() - started)
+    report = build_report(
+        wheel, digest, manifest, objects, time.perf_counter() - started, device_code.describe()
+    )
     if cached is not None:
         atomic_write_json(cached, report)
     report["cached"] = False
     return report
+
+
+def _relist_device_code(
+    report: dict[str, Any], wheel: Path, device_code: cuobjdump.DeviceCode
+) -> bool:
+    """List the device code a cached report could not list (no cuobjdump then) when cuobjdump
+    can be had now; True when the report changed."""
+    todo = [o for o in report["objects"] if o["cuda"] and not o["cuda"]["checked"]]
+    if not todo or isinstance(device_code.tool, str):
+        return False
+    with (
+        zipfile.ZipFile(wheel) as archive,
+        tempfile.TemporaryDirectory(prefix="tfbuild-cuda-") as tmp,
+    ):
+        target = Path(tmp) / "object.so"
+        for o in todo:
+            with archive.open(o["path"]) as source, target.open("wb") as out:
+                shutil.copyfileobj(source, out, 1 << 20)
+            o["cuda"] = device_code(target)
+    listed = [o["cuda"] for o in report["objects"] if o["cuda"]]
+    report["cuda"] = cuda_summary(listed, device_code.describe())
+    return True
 
 
 def _cached_report(path: Path, digest: str) -> dict[str, Any] | None:
@@ -136,6 +179,7 @@ def build_report(
     manifest: dict[str, Any] | None,
     objects: Iterable[isa.ObjectAudit],
     seconds: float,
+    cuda_tool: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     objects = list(objects)
     name, version, _, tags = parse_wheel_filename(wheel.name)
@@ -146,15 +190,7 @@ def build_report(
             why[flag] += [f"{Path(o.path).name}: {r}" for r in reasons]
     glibc = max((o.glibc for o in objects if o.glibc), default=None, key=_version_key)
     glibcxx = max((o.glibcxx for o in objects if o.glibcxx), default=None, key=_version_key)
-    cuda_objects = [o.cuda for o in objects if o.cuda]
-    cuda = None
-    if cuda_objects:
-        cuda = {
-            "objects": len(cuda_objects),
-            "checked": all(c["checked"] for c in cuda_objects),
-            "sass": sorted({a for c in cuda_objects for a in c["sass"]}),
-            "ptx": sorted({a for c in cuda_objects for a in c["ptx"]}),
-        }
+    cuda = cuda_summary([o.cuda for o in objects if o.cuda], cuda_tool)
     return {
         "schema": SCHEMA,
         "analysis_version": isa.ANALYSIS_VERSION,
@@ -213,6 +249,24 @@ def build_report(
     }
 
 
+def cuda_summary(
+    listed: list[dict[str, Any]], tool: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """Every object's device code together: the union of its architectures, the cuobjdump that
+    listed them and, when some object could not be listed, why."""
+    if not listed:
+        return None
+    notes = [c["note"] for c in listed if c.get("note")]
+    return {
+        "objects": len(listed),
+        "checked": all(c["checked"] for c in listed),
+        "sass": sorted({a for c in listed for a in c["sass"]}, key=cuobjdump.arch_key),
+        "ptx": sorted({a for c in listed for a in c["ptx"]}, key=cuobjdump.arch_key),
+        "tool": tool,
+        "note": notes[0] if notes else None,
+    }
+
+
 def _version_key(version: str | None) -> tuple[int, ...]:
     return tuple(int(p) for p in (version or "0").split(".") if p.isdigit())
 
@@ -253,12 +307,43 @@ def target_for_model(model: str) -> Target:
     return Target(f"{model} (as -march={march})", table[march].flags)
 
 
+GPU_FORMS = (
+    "an architecture sm_XY (sm_90, sm_90a, sm_120), compute_XY (compute_90) or a compute "
+    "capability X.Y (9.0, 12.0)"
+)
+
+
+def gpu_for_arch(value: str, index: int = 0) -> Gpu:
+    """A GPU named by its architecture (`--gpu sm_90`): a device of that compute capability.
+    An arch-specific name (sm_90a) means the same device as sm_90."""
+    text = value.strip().lower()
+    if named := re.fullmatch(r"(?:sm|compute)_(\d{2,3})([af]?)", text):
+        digits = named.group(1)
+        major, minor = int(digits[:-1]), int(digits[-1])
+        name = f"sm_{digits}{named.group(2)}"
+    elif capability := re.fullmatch(r"(\d{1,2})\.(\d)", text):
+        major, minor = int(capability.group(1)), int(capability.group(2))
+        name = f"sm_{major}{minor}"
+    else:
+        raise ValueError(f"{value!r} is not a GPU: give {GPU_FORMS}")
+    if major < 1:
+        raise ValueError(f"{value!r} is not a GPU: give {GPU_FORMS}")
+    return Gpu(index, name, f"{major}.{minor}", "", None)
+
+
+def with_gpus(target: Target, gpus: Iterable[Gpu]) -> Target:
+    """The target with these GPUs instead of the host's (or none)."""
+    return dataclasses.replace(target, gpus=GpuInfo(None, tuple(gpus)))
+
+
 @dataclass(frozen=True)
 class WheelVerdict:
     runs: bool | None
     cpu: str
     glibc: str
     cuda: str
+    blockers: tuple[str, ...] = ()
+    """Why it cannot run, one line per failing part (CPU, glibc, CUDA)."""
 
     def lines(self) -> list[str]:
         return [self.cpu, f"glibc: {self.glibc}", f"CUDA: {self.cuda}"]
@@ -270,10 +355,12 @@ def verdict(report: dict[str, Any], target: Target) -> WheelVerdict:
     top = cpu.highest_extension(target.flags)
     required = ", ".join(cpu.display_name(f) for f in report["baseline"]["flags"]) or "x86-64"
     runs: bool | None = True
+    blockers: list[str] = []
     if missing:
         names = ", ".join(cpu.display_name(f) for f in isa.minimal(missing))
         cpu_line = f"will crash here: needs {names}; this CPU has up to {top}"
         runs = False
+        blockers.append(cpu_line)
     elif unchecked := cpu.missing_flags(set(report.get("unchecked") or {}), target.flags):
         names = ", ".join(cpu.display_name(f) for f in isa.minimal(unchecked))
         where = report["unchecked"][sorted(unchecked)[0]][0]
@@ -304,32 +391,85 @@ def verdict(report: dict[str, Any], target: Target) -> WheelVerdict:
     else:
         glibc_line = f"will fail to load: needs {floor}, this system has {target.glibc}"
         runs = False
-    cuda = report["cuda"]
-    if cuda is None:
-        cuda_line = "no device code"
-    elif not cuda["checked"]:
-        cuda_line = "device code present; architectures not checked (cuobjdump not found)"
-    else:
-        archs = ", ".join(cuda["sass"] + cuda["ptx"]) or "none listed"
-        gpus = target.gpus
-        if gpus is None or not gpus.devices:
-            cuda_line = f"built for {archs}; no NVIDIA GPU here (runs on CPU only)"
-        else:
-            from tfbuild.matrix import Cuda
-            from tfbuild.plan import _cuda_verdict
+        blockers.append(f"glibc {glibc_line}")
+    on_gpus, cuda_line = cuda_verdict(report["cuda"], target.gpus)
+    if on_gpus is False:
+        runs = False
+        blockers.append(f"CUDA {cuda_line}")
+    elif on_gpus is None and runs is True:
+        runs = None
+    return WheelVerdict(runs, cpu_line, glibc_line, cuda_line, tuple(blockers))
 
-            ok, why = _cuda_verdict(Cuda("", "", tuple(cuda["sass"] + cuda["ptx"])), gpus)
-            cuda_line = f"built for {archs}; " + ("runs on this GPU" if ok else str(why))
-    return WheelVerdict(runs, cpu_line, glibc_line, cuda_line)
+
+def cuda_verdict(cuda: dict[str, Any] | None, gpus: GpuInfo | None) -> tuple[bool | None, str]:
+    """Whether the wheel's device code runs on each GPU: False names the architectures missing,
+    None when it cannot be told. A wheel runs on a GPU when it has SASS for the GPU's major at
+    or below its minor, or PTX at or below its compute capability (which the driver compiles)."""
+    named = [_gpu_label(g) for g in gpus.devices] if gpus else []
+    if cuda is None:
+        return True, "no device code"
+    if not cuda["checked"]:
+        line = f"device code present; architectures {cuda.get('note') or 'not checked'}"
+        if named:
+            return None, f"{line}; whether it runs on {', '.join(named)} is not known"
+        return True, line
+    built = _built_for(cuda)
+    if gpus is None:
+        return True, f"the wheel has {built}; no GPU named (--gpu ARCH gives the verdict for one)"
+    if not gpus.devices:
+        why = f" (nvidia-smi: {gpus.error})" if gpus.error else ""
+        return True, f"the wheel has {built}; no NVIDIA GPU here{why}: runs on the CPU only"
+    outcomes = [_on_gpu(cuda, g) for g in gpus.devices]
+    if all(ok for ok, _ in outcomes):
+        return True, f"runs on {'; '.join(text for _, text in outcomes)}; the wheel has {built}"
+    failed = [text for ok, text in outcomes if ok is False]
+    if failed:
+        return False, f"{'; '.join(failed)}; the wheel has {built}"
+    unknown = [text for ok, text in outcomes if ok is None]
+    return None, f"{'; '.join(unknown)}; the wheel has {built}"
+
+
+def _built_for(cuda: dict[str, Any]) -> str:
+    sass, ptx = ", ".join(cuda["sass"]) or "none", ", ".join(cuda["ptx"]) or "none"
+    return f"SASS {sass} and PTX {ptx}"
+
+
+def _gpu_label(gpu: Gpu) -> str:
+    if gpu.name.startswith("sm_") or gpu.compute_capability is None:
+        return gpu.name
+    return f"{gpu.name} ({gpu.compute_capability})"
+
+
+def _on_gpu(cuda: dict[str, Any], gpu: Gpu) -> tuple[bool | None, str]:
+    from tfbuild.plan import _runs_on
+
+    label, cap = _gpu_label(gpu), gpu.compute_capability
+    if cap is None:
+        return (
+            None,
+            f"{label}: the driver does not report its compute capability (nvidia-smi < 510)",
+        )
+    sass = [a for a in cuda["sass"] if _runs_on(a, cap)]
+    if sass:
+        return True, f"{label} (SASS {max(sass, key=cuobjdump.arch_key)})"
+    ptx = [a for a in cuda["ptx"] if _runs_on(a, cap)]
+    if ptx:
+        best = max(ptx, key=cuobjdump.arch_key)
+        return True, f"{label} (PTX {best}, compiled by the driver on first use)"
+    major, _, minor = cap.partition(".")
+    wanted = f"sm_{major}0" if minor in ("", "0") else f"sm_{major}0 to sm_{major}{minor}"
+    return False, (
+        f"no code for {label}: no SASS for {wanted} and no PTX at or below compute_{major}{minor}"
+    )
 
 
 def refuse_if_incompatible(report: dict[str, Any], target: Target, what: str) -> None:
     """Stop before anything is installed when the wheel cannot run on the target."""
     result = verdict(report, target)
     if result.runs is False:
-        reason = result.cpu if result.cpu.startswith("will crash") else f"glibc {result.glibc}"
         raise IncompatibleWheel(
-            f"{what}: {reason} (`tfbuild inspect` for details; --force installs it anyway)"
+            f"{what}: {'; '.join(result.blockers)} (`tfbuild inspect` for details; --force "
+            "installs it anyway)"
         )
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import parse_wheel_filename
+
 from tfbuild import __version__, engine, pip, wheelfile
 from tfbuild.errors import BuildFailed, InstallError
 from tfbuild.fetch import fetch
@@ -125,7 +127,7 @@ def build_variant(
 
         try:
             wheel = _run_build(variant, recipe, rendered, settings, base, key, store, log,
-                               started, host)  # fmt: skip
+                               started, host, matrix.defaults.bazel.network)  # fmt: skip
         except BuildFailed as exc:
             raise BuildFailed(
                 f"{variant.name}: {exc}\n--- last lines of {log_path} ---\n" + "\n".join(tail)
@@ -145,6 +147,7 @@ def _run_build(
     log: Callable[[str], None],
     started: float,
     host: HostProfile,
+    network: str,
 ) -> Path:
     folder = store.folder(variant.id)
     tag = f"tfbuild/build:{variant.id}-{key[:12]}"
@@ -157,13 +160,15 @@ def _run_build(
     environment = {}
     if os.environ.get(REMOTE_HEADER_ENV):  # credentials only at run time, never in the image
         environment[REMOTE_HEADER_ENV] = os.environ[REMOTE_HEADER_ENV]
-    log(f"+ docker run -v {volume}:/cache {tag} tfbuild-build {OUT_DIR}")
+    shown = "" if network == "bridge" else f" --network {network}"
+    log(f"+ docker run{shown} -v {volume}:/cache {tag} tfbuild-build {OUT_DIR}")
     with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
         work = Path(tmp)
         with engine.container(
             tag, ["tfbuild-build", OUT_DIR],
             volumes={volume: {"bind": "/cache", "mode": "rw"}},
             environment=environment,
+            network_mode=network,
             labels={"org.tfbuild": "build", "org.tfbuild.variant": variant.id},
         ) as created:  # fmt: skip
             code, _ = engine.run_to_end(created, log, timeout=None)
@@ -173,6 +178,7 @@ def _run_build(
         wheels = [p for p in exported if p.suffix == ".whl"]
         if len(wheels) != 1:
             raise BuildFailed(f"the build exported {len(wheels)} wheels; expected one")
+        release_check(wheels[0].name)
         files = {p.name: p for p in exported}
         command = files["bazel-command.txt"].read_text().strip() if "bazel-command.txt" in files \
             else " ".join(recipe.bazel_command)  # fmt: skip
@@ -214,3 +220,15 @@ def _run_build(
             old.unlink()
     store.write_manifest(variant.id, manifest)
     return final
+
+
+def release_check(wheel_name: str) -> None:
+    """A built wheel carries a release version: a pre-release or local version means the tree
+    built a snapshot (TensorFlow's .bazelrc defaults to ML_WHEEL_TYPE=snapshot, which makes
+    X.Y.Z.dev0+selfbuilt), which pip ranks below the release and `tensorflow>=X.Y` refuses."""
+    _, version, _, _ = parse_wheel_filename(wheel_name)
+    if version.is_prerelease or version.local:
+        raise BuildFailed(
+            f"the build made {wheel_name}, version {version}: not a release version "
+            "(a snapshot tree, or a .bazelrc that overrides --repo_env=ML_WHEEL_TYPE=release)"
+        )

@@ -234,7 +234,7 @@ def cli() -> None:
     tfbuild matrix     the variants x tunings of matrix.yaml, and which can run here
     tfbuild build      build source variants in Docker (prebuilt ones are fetched)
     tfbuild fetch      download the prebuilt variants into the wheel store
-    tfbuild inspect    what a wheel's machine code needs, and whether it runs on a CPU
+    tfbuild inspect    what a wheel's machine code needs, and whether it runs on a CPU and GPU
     tfbuild verify     run a wheel on emulated CPU models (qemu-user): the ground truth
     tfbuild bench      measure every config with the fixed suite, in rounds, with an A/A control
     tfbuild compare    rank the configs with confidence intervals, tiers and a "use this" block
@@ -924,6 +924,15 @@ def _wheel_argument(
     return artifact.wheel, variant.constraints
 
 
+def _gpus(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[Any]:
+    from tfbuild import audit
+
+    try:
+        return [audit.gpu_for_arch(v, i) for i, v in enumerate(values)]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
 @cli.command()
 @click.argument("target", metavar="WHEEL_OR_VARIANT")
 @matrix_option
@@ -935,6 +944,15 @@ def _wheel_argument(
     metavar="MODEL",
     help="Give the verdict for a named CPU (haswell, Skylake-Server-v1...).",
 )
+@click.option(
+    "--gpu",
+    "gpus",
+    multiple=True,
+    metavar="ARCH",
+    callback=_gpus,
+    help="Give the CUDA verdict for this GPU instead of this machine's (repeatable): sm_90, "
+    "sm_90a, compute_90 or a compute capability such as 9.0.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report.")
 @click.option("--refresh", is_flag=True, help="Audit again instead of using the cached report.")
 @cache_option
@@ -945,18 +963,22 @@ def inspect(
     store_path: Path,
     host_path: Path | None,
     cpu_model: str | None,
+    gpus: list[Any],
     as_json: bool,
     refresh: bool,
     cache_dir: Path | None,
 ) -> None:
-    """Audit a wheel's machine code and say whether it runs on this (or another) CPU.
+    """Audit a wheel's machine code and say whether it runs on this (or another) CPU and GPU.
 
     Lists the wheel's metadata and tfbuild manifest; for every ELF object the instruction-set
     extensions its code uses (instruction counts, share of functions); the baseline a CPU
     needs, told apart from kernels only reached after a run-time CPU check, with how it was
-    decided; the glibc floor and the manylinux tag it implies; CUDA architectures when
-    cuobjdump is installed. Then the verdict: "runs here", "will crash here: needs ...", or
-    "unproven" when an ELF object in it could not be read.
+    decided; the glibc floor and the manylinux tag it implies; the CUDA SASS and PTX
+    architectures of every object with device code, listed by cuobjdump (installed from the
+    package index into the cache when it is not on PATH). Then the verdict: "runs here", "will
+    crash here: needs ...", or "unproven" when an ELF object in it could not be read; for this
+    machine's GPUs (or --gpu), the code that runs on each or the architectures missing.
+    Exits 6 when the wheel cannot run on the target.
     """
     from tfbuild import audit
     from tfbuild.report.terminal import inspect_view
@@ -964,19 +986,24 @@ def inspect(
     if host_path and cpu_model:
         raise UsageError("--host and --cpu both name the target; give one of them")
     wheel, _ = _wheel_argument(target, matrix_path, store_path)
-    report = audit.inspect_wheel(wheel, cache_dir or _default_cache(), refresh)
+    settings = _inherit_pip() if target.endswith(".whl") else _load_matrix(matrix_path).defaults.pip
+    report = audit.inspect_wheel(
+        wheel, cache_dir or _default_cache(), refresh, pip_settings=settings
+    )
     goal = (
         audit.target_for_model(cpu_model)
         if cpu_model
         else audit.target_for_host(_load_host(host_path))
     )
+    if gpus:
+        goal = audit.with_gpus(goal, gpus)
     result = audit.verdict(report, goal)
     if as_json:
         click.echo(json.dumps({**report, "verdict": audit.verdict_json(result, goal)}, indent=2))
     else:
         _console().print(inspect_view(report, result, goal))
     if result.runs is False:
-        raise IncompatibleWheel(f"{wheel.name}: {result.cpu}; glibc {result.glibc}")
+        raise IncompatibleWheel(f"{wheel.name}: {'; '.join(result.blockers)}")
 
 
 @cli.command()

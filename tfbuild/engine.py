@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from tfbuild import pip
+from tfbuild import pip, wheelfile
 from tfbuild.errors import BuildFailed, EngineUnavailable, InstallError
 from tfbuild.fetch import Artifact
 from tfbuild.host import DEFAULT_DOCKER_HOST, first_line
@@ -369,6 +369,15 @@ def read_file(created: Any, path: str) -> bytes | None:
         return None
 
 
+def gpu_requests(artifact: Artifact) -> list[Any] | None:
+    """Every GPU of the engine's machine for a CUDA build (docker run --gpus all), none else."""
+    if not artifact.wants_gpu:
+        return None
+    from docker.types import DeviceRequest
+
+    return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+
+
 class DockerRuntime(RuntimeEnv):
     """An image per wheel (installed at image build); benchmarks run in fresh containers with
     no network, as a non-root user; the payload is copied in and the result out through the
@@ -401,7 +410,13 @@ class DockerRuntime(RuntimeEnv):
     def _script(self) -> str:
         return render_runtime(
             self.template_dirs,
-            {"wheel": self.artifact.wheel.name, "sha256": self.artifact.sha256, "uid": BENCH_UID},
+            {
+                "wheel": self.artifact.wheel.name,
+                "install_target": self.artifact.install_target,
+                "pythons": wheelfile.cpython_versions(self.artifact.wheel.name),
+                "sha256": self.artifact.sha256,
+                "uid": BENCH_UID,
+            },
         )
 
     def prepare(self) -> bool:
@@ -500,6 +515,7 @@ class DockerRuntime(RuntimeEnv):
             nano_cpus=self.nano_cpus,
             mem_limit=self.memory,
             labels={"org.tfbuild": "bench"},
+            device_requests=gpu_requests(self.artifact),
             **ISOLATION,
         ) as created:
             created.put_archive("/io", inputs)

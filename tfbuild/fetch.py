@@ -25,6 +25,18 @@ class Artifact:
     sha256: str
     constraints: tuple[str, ...]
     manifest: dict[str, Any]
+    extras: tuple[str, ...] = ()
+    """Extras installed with the wheel: and-cuda for a CUDA source build, whose wheel carries no
+    CUDA libraries (built with --config=cuda_wheel, as TensorFlow's own wheels are)."""
+
+    @property
+    def wants_gpu(self) -> bool:
+        return "and-cuda" in self.extras
+
+    @property
+    def install_target(self) -> str:
+        """The wheel file name as pip takes it, with its extras."""
+        return self.wheel.name + (f"[{','.join(self.extras)}]" if self.extras else "")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -32,6 +44,7 @@ class Artifact:
             "wheel": str(self.wheel),
             "sha256": self.sha256,
             "constraints": list(self.constraints),
+            "extras": list(self.extras),
         }
 
 
@@ -43,7 +56,8 @@ def _now() -> str:
 
 
 def _artifact(variant: Variant, wheel: Path, manifest: dict[str, Any]) -> Artifact:
-    return Artifact(variant.id, wheel, manifest["sha256"], variant.constraints, manifest)
+    extras = ("and-cuda",) if variant.source == "bazel" and variant.cuda is not None else ()
+    return Artifact(variant.id, wheel, manifest["sha256"], variant.constraints, manifest, extras)
 
 
 def _stored(store: WheelStore, variant: Variant) -> tuple[Path, dict[str, Any]] | None:

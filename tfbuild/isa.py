@@ -12,8 +12,8 @@ function pointers): an extension is part of the baseline when
    as -mavx2 make it (dispatched kernels are a small share); or
 3. the wheel's own tfbuild manifest says it was compiled for it (its copts).
 
-The glibc floor comes from the GLIBC_x.y symbol versions the objects need, and CUDA device
-code is listed with cuobjdump when it is installed.
+The glibc floor comes from the GLIBC_x.y symbol versions the objects need, and the GPU
+architectures of CUDA device code (SASS and PTX) are listed by cuobjdump (tfbuild.cuobjdump).
 """
 
 from __future__ import annotations
@@ -26,21 +26,24 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 import tempfile
 import zipfile
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tfbuild import cpu
 
-ANALYSIS_VERSION = 3
+ANALYSIS_VERSION = 4
 PERVASIVE_SHARE = 0.05
 PERVASIVE_MIN_FUNCTIONS = 20
 ELF_MAGIC = b"\x7fELF"
+FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment")
+
+DeviceCodeLister = Callable[[Path], dict[str, Any]]
+"""An object's file -> its device code: checked, sass, ptx, note (tfbuild.cuobjdump)."""
 
 # iced-x86 CPUID feature names -> the names tfbuild reports (cpuinfo spelling where one
 # exists). Everything else (x86-64 baseline, system instructions such as CPUID, XGETBV,
@@ -440,7 +443,13 @@ def minimal(names: Iterable[str]) -> list[str]:
     return [n for n in cpu.missing_flags(present, ()) if n not in implied]
 
 
-def audit_object(path: Path, label: str, workers: int, declared: Iterable[str] = ()) -> ObjectAudit:
+def audit_object(
+    path: Path,
+    label: str,
+    workers: int,
+    declared: Iterable[str] = (),
+    device_code: DeviceCodeLister | None = None,
+) -> ObjectAudit:
     elf = Elf(path)
     try:
         functions = [f for f in elf.functions() if f.end > f.start]
@@ -453,7 +462,7 @@ def audit_object(path: Path, label: str, workers: int, declared: Iterable[str] =
         plt = elf.plt_targets()
         slots = elf.pointer_slots()
         glibc, glibcxx = _versions(elf)
-        cuda = _cuda(elf, path)
+        cuda = _cuda(elf, path, device_code)
         text_addr, text_offset = text.addr, text.offset
     finally:
         elf.close()
@@ -559,28 +568,13 @@ def _versions(elf: Elf) -> tuple[str | None, str | None]:
     return highest("GLIBC_"), highest("GLIBCXX_")
 
 
-def _cuda(elf: Elf, path: Path) -> dict[str, Any] | None:
-    """CUDA device code in the object: its architectures via cuobjdump, when installed."""
-    if not any(
-        name in elf.sections for name in (".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment")
-    ):
+def _cuda(elf: Elf, path: Path, device_code: DeviceCodeLister | None) -> dict[str, Any] | None:
+    """CUDA device code in the object (a fat binary section) and its architectures."""
+    if not any(name in elf.sections for name in FATBIN_SECTIONS):
         return None
-    tool = shutil.which("cuobjdump")
-    if tool is None:
-        note = "contains CUDA device code; architectures not checked (cuobjdump not found)"
-        return {"checked": False, "sass": [], "ptx": [], "note": note}
-    listing = subprocess.run(
-        [tool, "--list-elf", "--list-ptx", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
-    sass = sorted(set(re.findall(r"\.(sm_\d+[a-z]?)\.cubin", listing.stdout)))
-    ptx = sorted(
-        {m.replace("sm_", "compute_") for m in re.findall(r"\.(sm_\d+[a-z]?)\.ptx", listing.stdout)}
-    )
-    return {"checked": True, "sass": sass, "ptx": ptx, "note": None}
+    if device_code is None:
+        return {"checked": False, "sass": [], "ptx": [], "note": "not checked: not listed"}
+    return device_code(path)
 
 
 def manylinux_tag(glibc: str | None) -> str | None:
@@ -611,7 +605,10 @@ def elf_members(archive: zipfile.ZipFile) -> list[str]:
 
 
 def audit_wheel(
-    wheel: Path, declared: Iterable[str] = (), workers: int | None = None
+    wheel: Path,
+    declared: Iterable[str] = (),
+    workers: int | None = None,
+    device_code: DeviceCodeLister | None = None,
 ) -> list[ObjectAudit]:
     workers = workers or max(1, len(os.sched_getaffinity(0)))
     audits = []
@@ -624,7 +621,7 @@ def audit_wheel(
             with archive.open(name) as source, target.open("wb") as out:
                 shutil.copyfileobj(source, out, 1 << 20)
             try:
-                audits.append(audit_object(target, name, workers, declared))
+                audits.append(audit_object(target, name, workers, declared, device_code))
             except OtherMachine:
                 continue  # a bundled tool for another machine: nothing of it runs here
             except (ValueError, struct.error, IndexError, KeyError, OSError) as exc:

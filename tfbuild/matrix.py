@@ -57,6 +57,7 @@ IMAGE_RE = re.compile(
 )
 URL_RE = re.compile(r"(?:grpcs?|https?)://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~/-]*)?")
 INDEX_URL_RE = re.compile(r"(?:https?|file)://[A-Za-z0-9._~:/@%+-]+")
+BUILD_NETWORKS = ("bridge", "host")
 HOST_DIR_RE = re.compile(r"/[A-Za-z0-9._/+-]{0,1023}")
 PATH_RE = re.compile(r"[A-Za-z0-9._/+-][A-Za-z0-9._/+ -]{0,1023}")
 VOLUME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
@@ -279,6 +280,9 @@ class BazelSettings:
     remote_cache: str | None
     remote_executor: str | None
     flags: tuple[str, ...]
+    network: str
+    """The build container's Docker network: bridge (the engine's default) or host (this
+    machine's own, so a cache listening on its localhost is reachable)."""
 
 
 @dataclass(frozen=True)
@@ -560,7 +564,7 @@ def _read_defaults(ctx: _Ctx, node: yaml.Node | None) -> Defaults:
         tensorflow="2.21.0",
         python="3.11",
         base_images=BaseImages(build="tfbuild/base:bookworm", runtime="tfbuild/base:bookworm"),
-        bazel=BazelSettings("tfbuild-bazel-cache", True, None, None, ()),
+        bazel=BazelSettings("tfbuild-bazel-cache", True, None, None, (), "bridge"),
         pip=PipSettings("inherit", "inherit", "inherit", ()),
     )
     if node is None:
@@ -607,7 +611,7 @@ def _read_base_images(ctx: _Ctx, node: yaml.Node | None, base: BaseImages) -> Ba
 def _read_bazel(ctx: _Ctx, node: yaml.Node | None, base: BazelSettings) -> BazelSettings:
     if node is None or (m := _as_mapping(ctx, node, "defaults.bazel")) is None:
         return base
-    m.check_keys(["cache", "disk_cache", "remote_cache", "remote_executor", "flags"])
+    m.check_keys(["cache", "disk_cache", "remote_cache", "remote_executor", "flags", "network"])
     cache = base.cache
     if (n := m.get("cache")) is not None:
         value = _scalar(ctx, n, m.path("cache"), "a volume name or an absolute path")
@@ -623,7 +627,7 @@ def _read_bazel(ctx: _Ctx, node: yaml.Node | None, base: BazelSettings) -> Bazel
     if (n := m.get("disk_cache")) is not None:
         flag = _bool(ctx, n, m.path("disk_cache"))
         disk_cache = base.disk_cache if flag is None else flag
-    url_rule = "a grpc://, grpcs:// or https:// URL without credentials"
+    url_rule = "a grpc://, grpcs://, http:// or https:// URL without credentials"
     remote = {}
     for key in ("remote_cache", "remote_executor"):
         n = m.get(key)
@@ -636,8 +640,11 @@ def _read_bazel(ctx: _Ctx, node: yaml.Node | None, base: BazelSettings) -> Bazel
             m.path("flags"),
             lambda c, w: _text(ctx, c, w, BAZEL_FLAG_RE, "a bazel flag like --jobs=8"),
         )
+    network = base.network
+    if (n := m.get("network")) is not None:
+        network = _choice(ctx, n, m.path("network"), BUILD_NETWORKS, "network") or network
     return BazelSettings(
-        cache, disk_cache, remote["remote_cache"], remote["remote_executor"], flags
+        cache, disk_cache, remote["remote_cache"], remote["remote_executor"], flags, network
     )
 
 

@@ -177,8 +177,10 @@ def install(
     constraints: Sequence[str],
     settings: PipSettings,
     log: Path,
+    extras: Sequence[str] = (),
 ) -> None:
-    """Install a wheel and its dependencies, honouring per-variant constraints (numpy<2...)."""
+    """Install a wheel and its dependencies, honouring per-variant constraints (numpy<2...);
+    `extras` are the wheel's own (and-cuda)."""
     args = ["install", "--no-warn-script-location", *index_options(settings)]
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as fh:
         fh.write("".join(f"{c}\n" for c in constraints))
@@ -186,7 +188,8 @@ def install(
     try:
         if constraints:
             args += ["--constraint", constraints_file]
-        _pip(python, [*args, str(wheel)], log, f"installing {wheel.name}")
+        target = str(wheel) + (f"[{','.join(extras)}]" if extras else "")
+        _pip(python, [*args, target], log, f"installing {wheel.name}")
     finally:
         Path(constraints_file).unlink(missing_ok=True)
 

@@ -17,7 +17,7 @@ from packaging.utils import canonicalize_name
 
 from tfbuild import cpu
 from tfbuild.errors import SelectionError
-from tfbuild.host import GpuInfo, HostProfile
+from tfbuild.host import RUNNING_PYTHON, GpuInfo, HostProfile, find_python
 from tfbuild.matrix import KNOWN_ENV, Cuda, Matrix, Tuning, Variant
 from tfbuild.resources import load_table
 
@@ -210,6 +210,8 @@ def required_cpu_flags(variant: Variant, host: HostProfile) -> frozenset[str] | 
         return frozenset(cpu.cpuinfo_flags_for(known["cpu_flags"])) if known else None
     needed = set(cpu.level_flags()[0])
     needed |= cpu.cpuinfo_flags_for(variant.cpu_flags)
+    if plain_cpu(variant):
+        needed |= cpu.cpuinfo_flags_for(["avx"])  # --config=avx_linux
     by_copt = {flag.copt: name for name, flag in cpu.tf_flag_table().items()}
     needed |= cpu.cpuinfo_flags_for(by_copt[c] for c in variant.copts if c in by_copt)
     march = resolve_march(variant, host)
@@ -218,6 +220,36 @@ def required_cpu_flags(variant: Variant, host: HostProfile) -> frozenset[str] | 
     elif march is not None:
         needed |= cpu.marches()[march].flags
     return frozenset(needed)
+
+
+def plain_cpu(variant: Variant) -> bool:
+    """A source build that asks for no instruction set: it gets TensorFlow's own wheel
+    baseline (--config=avx_linux), not the bare x86-64 one."""
+    return (
+        variant.source == "bazel"
+        and not variant.cpu_flags
+        and variant.march is None
+        and not any(c.startswith("-m") for c in variant.copts)
+    )
+
+
+def cuda_refusal(variant: Variant) -> str | None:
+    """Why tfbuild cannot build this CUDA variant, and what works instead; None when it can."""
+    if variant.cuda is None or variant.source != "bazel":
+        return None
+    table = load_table("tensorflow")
+    facts = table["eras"][table["releases"][variant.tf_minor or ""]["era"]]
+    if facts["cuda"]:
+        return None
+    first = min(
+        (m for m, r in table["releases"].items() if table["eras"][r["era"]]["cuda"]),
+        key=lambda m: tuple(int(p) for p in m.split(".")),
+    )
+    return (
+        f"variant {variant.name!r}: CUDA builds need TensorFlow >= {first} here "
+        f"(got {variant.tensorflow}): {facts['cuda_refusal']}; build TensorFlow {first} or "
+        "newer (hermetic CUDA), or use the `tensorflow` wheel from the package index"
+    )
 
 
 def _cuda_verdict(cuda: Cuda, gpus: GpuInfo | None) -> tuple[bool | None, str | None]:
@@ -274,7 +306,10 @@ def verdict(variant: Variant, host: HostProfile, required: frozenset[str] | None
         if missing:
             names = ", ".join(cpu.display_name(f) for f in missing)
             fail(f"needs {names}; this CPU has up to {cpu.highest_extension(host.cpu.flags)}")
-    if variant.cuda is not None:
+    refusal = cuda_refusal(variant)
+    if refusal is not None:
+        fail(refusal)
+    elif variant.cuda is not None:
         ok, why = _cuda_verdict(variant.cuda, host.gpus)
         if ok is not True and why:
             fail(why, ok)
@@ -291,6 +326,16 @@ def verdict(variant: Variant, host: HostProfile, required: frozenset[str] | None
                 f"TensorFlow {variant.tf_minor} has no wheels for Python {variant.python} "
                 f"(supports {low} to {high})"
             )
+    if (
+        variant.source in ("bazel", "wheel")
+        and host.source != "saved"
+        and find_python(variant.python) is None
+    ):
+        fail(
+            f"cannot run here: needs Python {variant.python}; tfbuild runs on Python "
+            f"{RUNNING_PYTHON} and there is no python{variant.python} on PATH (a container "
+            "runtime needs it in its base image)"
+        )
     if variant.march == "native":
         reasons.append("-march=native ties the wheel to the CPU of the machine that builds it")
     return Verdict(runs, tuple(reasons))

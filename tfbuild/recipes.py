@@ -20,7 +20,13 @@ from tfbuild import cpu
 from tfbuild.errors import UsageError
 from tfbuild.host import HostProfile
 from tfbuild.matrix import Defaults, Variant
-from tfbuild.plan import compiler_flags, required_cpu_flags, resolve_march
+from tfbuild.plan import (
+    compiler_flags,
+    cuda_refusal,
+    plain_cpu,
+    required_cpu_flags,
+    resolve_march,
+)
 from tfbuild.resources import load_table
 
 CACHE_MOUNT = "/cache"
@@ -175,6 +181,8 @@ def make_recipe(
     era = release["era"]
     facts = table["eras"][era]
     compiler = release["compiler"]
+    if variant.cuda is not None and not facts["cuda"]:
+        raise UsageError(cuda_refusal(variant) or "")
     notes: list[str] = []
     if release.get("verify"):
         notes.append(
@@ -183,7 +191,8 @@ def make_recipe(
         )
 
     flags = list(compiler_flags(variant, host))
-    copts = tuple(flags)
+    warnings = tuple(facts["warning_copts"])
+    copts = (*flags, *warnings)
     required = required_cpu_flags(variant, host) or frozenset()
     missing = cpu.missing_flags(required, host.cpu.flags)
     march = resolve_march(variant, host)
@@ -197,21 +206,22 @@ def make_recipe(
         host_copts = copts
     elif elsewhere:
         # Build tools run on this machine, whatever the wheel is for: TF's defaults there.
-        host_copts = ()
+        host_copts = warnings
         notes.append(
             "--host_copt left out: the wheel is built for another machine "
             f"({host.cpu.model_name}); build tools run here with TensorFlow's defaults"
         )
     else:
         # Build tools run on the build machine: they keep TensorFlow's defaults there.
-        host_copts = ()
+        host_copts = warnings
         notes.append(
             "--host_copt left out: the build machine lacks "
             + ", ".join(cpu.display_name(f) for f in missing)
         )
 
     configs = list(variant.configs)
-    for extra in facts["extra_configs"]:
+    floor = facts["floor_configs"] if plain_cpu(variant) else []
+    for extra in [*facts["extra_configs"], *floor]:
         if extra not in configs:
             configs.append(extra)
     cuda = variant.cuda
@@ -231,13 +241,17 @@ def make_recipe(
     cc = table["compilers"][compiler]["cc"]
     if facts["local_cc"]:
         args += [f"--repo_env=CC={cc}", f"--repo_env=BAZEL_COMPILER={cc}"]
+    repo_env = {**facts["repo_env"], **release.get("repo_env", {})}
+    args += [f"--repo_env={name}={value}" for name, value in repo_env.items()]
     if cuda is not None and facts["hermetic_cuda"]:
         args += [
             f"--repo_env=HERMETIC_CUDA_VERSION={cuda.version}",
             f"--repo_env=HERMETIC_CUDNN_VERSION={cuda.cudnn}",
             f"--repo_env=HERMETIC_CUDA_COMPUTE_CAPABILITIES={','.join(cuda.compute_capabilities)}",
         ]
-        if "cuda_clang" in configs:
+        if "cuda_clang" in configs and facts["local_cc"]:
+            # The hermetic C++ toolchain brings its own clang for CUDA; the variable is only
+            # read with a local compiler.
             args.append(f"--action_env=CLANG_CUDA_COMPILER_PATH={cc}")
     bazel = defaults.bazel
     args.append(f"--repository_cache={CACHE_MOUNT}/repository")
@@ -264,20 +278,6 @@ def make_recipe(
             configure_env |= {"TF_NEED_CLANG": "1", "CLANG_COMPILER_PATH": cc}
         else:
             configure_env |= {"TF_NEED_CLANG": "0", "GCC_HOST_COMPILER_PATH": cc}
-        if cuda is not None:
-            major = cuda.version.split(".")[0]
-            configure_env |= {
-                "TF_CUDA_VERSION": ".".join(cuda.version.split(".")[:2]),
-                "TF_CUDNN_VERSION": cuda.cudnn.split(".")[0],
-                "TF_CUDA_COMPUTE_CAPABILITIES": ",".join(cuda.compute_capabilities),
-                "TF_CUDA_PATHS": f"/usr/local/cuda-{major},/usr/local/cuda,/usr",
-                "TF_NEED_TENSORRT": "0",
-            }
-    elif cuda is not None and not facts["hermetic_cuda"]:
-        notes.append(
-            f"TensorFlow {minor} builds CUDA against a local toolkit: the base image must carry "
-            f"CUDA {cuda.version} and cuDNN {cuda.cudnn} (an nvidia/cuda devel image)"
-        )
 
     source = (
         local_source(tf_source)

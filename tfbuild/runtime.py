@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tfbuild import pip
+from tfbuild import pip, wheelfile
 from tfbuild.errors import EngineUnavailable, InstallError
 from tfbuild.fetch import Artifact
+from tfbuild.host import RUNNING_PYTHON, find_python
 from tfbuild.matrix import KNOWN_ENV, PipSettings, Variant
 from tfbuild.store import atomic_write_json, locked
 
@@ -90,6 +91,24 @@ class RuntimeEnv(ABC):
         """What to record about this runtime in results."""
 
 
+def interpreter_for(artifact: Artifact) -> str:
+    """The interpreter a local venv for this wheel is made from: one of the CPython version its
+    tags require (the one running tfbuild, or pythonX.Y on PATH)."""
+    wanted = wheelfile.cpython_versions(artifact.wheel.name)
+    if not wanted or RUNNING_PYTHON in wanted:
+        return sys.executable
+    for version in wanted:
+        found = find_python(version)
+        if found is not None:
+            return found
+    names = " or ".join(wanted)
+    raise InstallError(
+        f"{artifact.wheel.name} needs Python {names}; tfbuild runs on Python {RUNNING_PYTHON} "
+        f"and there is no python{wanted[0]} on PATH for a local runtime (install it, or build "
+        f"the variant with python: {RUNNING_PYTHON!r})"
+    )
+
+
 class LocalVenv(RuntimeEnv):
     """A virtual environment per (Python, wheel sha256, constraints, index settings), cached."""
 
@@ -100,14 +119,15 @@ class LocalVenv(RuntimeEnv):
         artifact: Artifact,
         cache_dir: Path,
         settings: PipSettings,
-        python: str = sys.executable,
+        python: str | None = None,
     ) -> None:
         super().__init__(artifact)
         self.settings = settings
-        self.python = python
+        self.python = python or interpreter_for(artifact)
+        base = getattr(sys, "_base_executable", sys.executable)
         identity = {
-            "python": sys.version,
-            "base": os.path.realpath(getattr(sys, "_base_executable", python)),
+            "python": sys.version if self.python == sys.executable else self.python,
+            "base": os.path.realpath(base if self.python == sys.executable else self.python),
             "wheel": artifact.sha256,
             "constraints": sorted(artifact.constraints),
             "index": pip.index_options(settings),
@@ -148,7 +168,12 @@ class LocalVenv(RuntimeEnv):
             try:
                 python = pip.create_venv(self.python, self.path)
                 pip.install(
-                    python, self.artifact.wheel, self.artifact.constraints, self.settings, log
+                    python,
+                    self.artifact.wheel,
+                    self.artifact.constraints,
+                    self.settings,
+                    log,
+                    self.artifact.extras,
                 )
                 atomic_write_json(
                     self.path / READY_MARKER,

@@ -155,3 +155,12 @@ def check_wheel(wheel: Path) -> None:
         metadata(wheel)
     except (zipfile.BadZipFile, KeyError, ValueError, UnicodeDecodeError, EOFError) as exc:
         raise BadWheel(f"{wheel}: damaged or incomplete wheel ({exc})") from exc
+
+
+def cpython_versions(wheel_name: str) -> list[str]:
+    """The CPython X.Y versions a wheel's tags are for (cp312 -> 3.12), in tag order; empty for a
+    wheel any Python 3 can install (py3 tags, or the stable ABI)."""
+    _, _, _, tags = parse_wheel_filename(wheel_name)
+    if any(not t.interpreter.startswith("cp") or t.abi == "abi3" for t in tags):
+        return []
+    return sorted({f"{t.interpreter[2]}.{t.interpreter[3:]}" for t in tags})

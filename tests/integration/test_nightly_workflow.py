@@ -138,7 +138,7 @@ class Night:
             caches=root / "caches",
             artifacts=root / "artifacts",
             run_id=run_id,
-            secrets={"TFBUILD_BAZEL_REMOTE_HEADER": "Authorization: Bearer s3cr3t"},
+            secrets={"TFBUILD_BAZEL_REMOTE_HEADER": "Authorization=Bearer s3cr3t"},
             extra_path=shims,
             env=env,
         )

@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cext import pure_wheel
+from cext import pure_wheel, tagged_wheel
 
 from tfbuild import engine
+from tfbuild.errors import InstallError
 from tfbuild.fetch import Artifact
 from tfbuild.matrix import PipSettings
 from tfbuild.render import template_dirs
@@ -127,3 +128,53 @@ def test_index_credentials_never_reach_the_runtime_image(
         assert runtime.prepare() is False
     finally:
         engine.client().images.remove(runtime.image, force=True)
+
+
+def test_the_runtime_image_uses_the_wheels_python(base_image: str, tmp_path: Path) -> None:
+    """The install script makes the venv from the wheel's CPython: a cp311 wheel installs on the
+    Debian bookworm base (Python 3.11); a cp312 one is refused with the versions named."""
+    ok_wheel = tagged_wheel(tmp_path, "tfbuild_py311_probe", "cp311-none-any")
+    bad_wheel = tagged_wheel(tmp_path, "tfbuild_py312_probe", "cp312-none-any")
+
+    def runtime(path: Path) -> engine.DockerRuntime:
+        sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+        return engine.DockerRuntime(
+            Artifact("py", path, sha256, (), {}),
+            settings=PipSettings("inherit", "inherit", "inherit", ()),
+            base_image=base_image,
+            template_dirs=template_dirs(None),
+            log_dir=tmp_path / "logs",
+        )
+
+    good = runtime(ok_wheel)
+    assert good.prepare() is True and good.image is not None
+    try:
+        out = engine.client().containers.run(
+            good.image,
+            ["/opt/tf/bin/python", "-c", "import tfbuild_py311_probe as p; print(p.PYTHON)"],
+            remove=True,
+            network_mode="none",
+        )
+        assert out.decode().strip() == "3.11"
+    finally:
+        engine.client().images.remove(good.image, force=True)
+    with pytest.raises(InstallError, match=r"the wheel needs Python 3\.12 and the runtime base"):
+        runtime(bad_wheel).prepare()
+
+
+def test_a_cuda_build_asks_the_engine_for_every_gpu(base_image: str, tmp_path: Path) -> None:
+    """A CUDA artifact's benchmark containers request all GPUs (docker run --gpus all). This
+    engine has no GPU runtime, so it refuses the request by name: the request reached it. A
+    CPU artifact makes no request."""
+    probe = pure_wheel(tmp_path, "tfbuild_gpu_probe", "1.0", [])
+    digest = hashlib.sha256(probe.read_bytes()).hexdigest()
+    gpu = Artifact("gpu", probe, digest, (), {}, ("and-cuda",))
+    assert engine.gpu_requests(Artifact("cpu", probe, digest, (), {})) is None
+    import docker.errors
+
+    requests = engine.gpu_requests(gpu)
+    with (
+        engine.container(base_image, ["true"], device_requests=requests) as created,
+        pytest.raises(docker.errors.APIError, match="could not select device driver"),
+    ):
+        created.start()

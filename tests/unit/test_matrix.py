@@ -285,6 +285,7 @@ defaults:
     remote_cache: "https://user:secret@cache.example.com"
     flags: ["--config=x; y"]
     disk_cache: yes
+    network: hots
   pip: {index_url: "ftp://x", ca_bundle: relative.pem}
 """
         )
@@ -295,10 +296,20 @@ defaults:
         "defaults.bazel.remote_cache: not valid (got 'https://user:secret@cache.example.com'",
         "defaults.bazel.flags[0]: not valid",
         "defaults.bazel.disk_cache: not a boolean (got 'yes'; expected true or false)",
+        "defaults.bazel.network: unknown network (got 'hots'; expected one of bridge, host)",
         "defaults.pip.index_url: not valid (got 'ftp://x'",
         "defaults.pip.ca_bundle: not valid (got 'relative.pem'",
     ):
         assert expected in joined
+
+
+def test_build_network() -> None:
+    assert parse(MINIMAL).defaults.bazel.network == "bridge"
+    local = parse(
+        MINIMAL + "defaults:\n  bazel: {remote_cache: http://127.0.0.1:9092, network: host}\n"
+    )
+    assert local.defaults.bazel.network == "host"
+    assert local.defaults.bazel.remote_cache == "http://127.0.0.1:9092"
 
 
 def test_suite_presets() -> None:

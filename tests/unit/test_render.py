@@ -97,7 +97,11 @@ def test_era_specific_commands() -> None:
     _, script_217, cmd_217 = rendered("mkl-avx2")
     assert cmd_217[-1] == "//tensorflow/tools/pip_package:wheel"
     assert "--config=mkl" in cmd_217 and "--repo_env=WHEEL_NAME=tensorflow_cpu" in cmd_217
-    assert [a for a in cmd_217 if a.startswith("--copt")] == ["--copt=-mavx2", "--copt=-mfma"]
+    assert [a for a in cmd_217 if a.startswith("--copt")] == [
+        "--copt=-mavx2",
+        "--copt=-mfma",
+        "--copt=-Wno-gnu-offsetof-extensions",
+    ]
     assert "--host_copt=-mavx2" in cmd_217  # the Skylake builder runs AVX2 build tools
     assert "--repo_env=CC=/usr/lib/llvm-17/bin/clang" in cmd_217
     assert "./configure" not in script_217
@@ -119,14 +123,17 @@ def test_era_specific_commands() -> None:
     assert "--copt=-mavx512f" in cmd_221
     assert not any(a.startswith("--repo_env=CC=") for a in cmd_221)  # hermetic C++ toolchain
     assert "clang-18" not in dockerfile_221
-    assert "USE_BAZEL_VERSION=7.4.1" in dockerfile_221
+    assert "USE_BAZEL_VERSION=7.7.0" in dockerfile_221
 
 
 def test_host_copts_left_out_when_builder_lacks_the_flags() -> None:
     haswell = host.profile_from_cpuinfo(FIXTURES / "cpuinfo" / "haswell-xeon-e5-2680v3.cpuinfo")
     recipe = make_recipe(MATRIX.variant("avx512"), MATRIX.defaults, haswell)
     assert "--copt=-mavx512f" in recipe.bazel_args
-    assert not any(a.startswith("--host_copt") for a in recipe.bazel_args)
+    # build tools keep TensorFlow's own flags only
+    assert [a for a in recipe.bazel_args if a.startswith("--host_copt")] == [
+        "--host_copt=-Wno-gnu-offsetof-extensions"
+    ]
     assert any("build machine lacks AVX512F" in n for n in recipe.notes)
 
 
@@ -173,14 +180,23 @@ def tree(tmp_path: Path, era: str, bazel: str, mkl: bool = True) -> Path:
     root.mkdir(parents=True)
     source = (FIXTURES / "bazelrc" / f"{era}.bazelrc").read_text()
     if not mkl:
-        source = "\n".join(line for line in source.splitlines() if not line.startswith("build:mkl"))
+        source = "\n".join(
+            line for line in source.splitlines() if not line.startswith(("build:mkl", "common:mkl"))
+        )
     (root / ".bazelrc").write_text(source)
     (root / ".bazelversion").write_text(f"{bazel}\n# NOTE: Update Bazel version in ...\n")
     return root
 
 
 @pytest.mark.parametrize(
-    ("era", "bazel"), [("2.15", "6.1.0"), ("2.17", "6.5.0"), ("2.19", "6.5.0"), ("2.21", "7.4.1")]
+    ("era", "bazel"),
+    [
+        ("2.15", "6.1.0"),
+        ("2.17", "6.5.0"),
+        ("2.19", "6.5.0"),
+        ("2.21", "7.4.1"),
+        ("2.22dev", "7.7.0"),
+    ],
 )
 def test_preflight_per_era(tmp_path: Path, era: str, bazel: str) -> None:
     root = tree(tmp_path, era, bazel)
@@ -199,14 +215,28 @@ def test_preflight_per_era(tmp_path: Path, era: str, bazel: str) -> None:
     )
     assert missing.returncode == 3
     assert "--config=mkl is not defined in" in missing.stderr and "it defines:" in missing.stderr
-    wrong = subprocess.run(
+    assert ok.stdout.strip() == bazel  # the release the build runs, read from the tree
+    other = subprocess.run(
         ["sh", str(PREFLIGHT), str(root), "9.9.9", "mkl"],
         capture_output=True,
         text=True,
         check=False,
     )
-    assert wrong.returncode == 3
-    assert f".bazelversion asks for bazel {bazel} but the recipe pins bazel 9.9.9" in wrong.stderr
+    assert other.returncode == 0 and other.stdout.strip() == bazel, other.stderr
+    assert f".bazelversion asks for bazel {bazel} (the recipe's default" in other.stderr
+    (root / ".bazelversion").unlink()
+    default = subprocess.run(
+        ["sh", str(PREFLIGHT), str(root), "9.9.9", "mkl"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert default.returncode == 0 and default.stdout.strip() == "9.9.9", default.stderr
+    (root / ".bazelversion").write_text("last_green\n")
+    odd = subprocess.run(
+        ["sh", str(PREFLIGHT), str(root), "9.9.9"], capture_output=True, text=True, check=False
+    )
+    assert odd.returncode == 3 and "not a bazel release" in odd.stderr
 
 
 def test_preflight_reads_imported_bazelrc(tmp_path: Path) -> None:

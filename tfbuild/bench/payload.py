@@ -421,6 +421,8 @@ def smoke(np: Any, tf: Any) -> dict[str, Any]:
         "keras": keras_version,
         "python": platform.python_version(),
         "probe_ok": float(probe) == 64.0,
+        "cuda_build": bool(tf.test.is_built_with_cuda()),
+        "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
     }
 
 

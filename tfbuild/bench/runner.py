@@ -252,6 +252,19 @@ def runtime_options(session: Mapping[str, Any], cache_dir: Path) -> RuntimeOptio
     )
 
 
+def gpu_fallback(smoke: Mapping[str, Any]) -> str | None:
+    """Why a CUDA build's smoke test shows it would run on the CPU; None when TensorFlow sees
+    a GPU. A CUDA variant measured on the CPU is a failure, never a result."""
+    if smoke.get("gpus"):
+        return None
+    if not smoke.get("cuda_build"):
+        return "built for CUDA, but this TensorFlow is not a CUDA build: it would run on the CPU"
+    return (
+        "TensorFlow sees no GPU (no device passed through, or the and-cuda libraries or the "
+        "driver are missing): it would run on the CPU"
+    )
+
+
 def _smoke_line(name: str, smoke: Mapping[str, Any], threads: Mapping[str, Any]) -> str:
     onednn = {True: "on", False: "off", None: "unknown"}[smoke.get("onednn")]
     intra, inter = threads.get("intra_op"), threads.get("inter_op")
@@ -304,7 +317,7 @@ def _prepare_variant(
             _check_current(variant, artifact.manifest, plan)
         if not options.force:
             reporter.running(f"auditing {artifact.wheel.name}")
-            report = audit.inspect_wheel(artifact.wheel, workspace.cache_dir)
+            report = audit.inspect_wheel(artifact.wheel, workspace.cache_dir, pip_settings=settings)
             audit.refuse_if_incompatible(
                 report, audit.target_for_host(plan.host), f"variant {name!r}"
             )
@@ -341,6 +354,11 @@ def _prepare_variant(
         reporter.note(f"[red]fail[/] {name}: {document['failures'][-1]['reason']}")
         return None
     assert outcome.result is not None
+    fallback = gpu_fallback(outcome.result["smoke"]) if artifact.wants_gpu else None
+    if fallback is not None:
+        _fail_variant(document, name, "smoke", fallback, kind="cpu-fallback")
+        reporter.note(f"[red]fail[/] {name}: {fallback}")
+        return None
     entry["smoke"] = outcome.result["smoke"]
     entry["threads_default"] = outcome.result["threads"]
     entry["status"] = "ready"

@@ -332,10 +332,8 @@ def inspect_view(report: dict[str, Any], result: Any, target: Any) -> Group:
                     f"{glibc['floor']} ({glibc['manylinux']})" if glibc["floor"] else "none",
                 ),
                 ("libstdc++", f"GLIBCXX_{glibc['glibcxx']}" if glibc["glibcxx"] else "not needed"),
-                (
-                    "CUDA",
-                    _cuda_line(cuda),
-                ),
+                ("CUDA", _cuda_line(cuda)),
+                *((("cuobjdump", _tool_line(cuda["tool"])),) if cuda and cuda["tool"] else ()),
                 (
                     "audit",
                     f"{report['seconds']:.1f} s" + (" (cached)" if report.get("cached") else ""),
@@ -343,7 +341,10 @@ def inspect_view(report: dict[str, Any], result: Any, target: Any) -> Group:
             ],
         )
     )
+    if cuda is not None:
+        parts += [Text(""), _device_code_table(report)]
     style = {True: "green", False: "bold red", None: "yellow"}[result.runs]
+    cuda_style = "bold red" if any(b.startswith("CUDA ") for b in result.blockers) else ""
     parts += [
         Text(""),
         _kv_table(
@@ -351,7 +352,7 @@ def inspect_view(report: dict[str, Any], result: Any, target: Any) -> Group:
             [
                 ("CPU", Text(result.cpu, style=style)),
                 ("glibc", result.glibc),
-                ("CUDA", result.cuda),
+                ("CUDA", Text(result.cuda, style=cuda_style)),
             ],
         ),
     ]
@@ -432,9 +433,50 @@ def _usage_table(report: dict[str, Any]) -> Table:
 def _cuda_line(cuda: dict[str, Any] | None) -> str:
     if cuda is None:
         return "no device code"
+    where = f"in {cuda['objects']} object{'s' if cuda['objects'] > 1 else ''}"
     if not cuda["checked"]:
-        return "device code present; not checked (cuobjdump not found)"
-    return f"SASS {', '.join(cuda['sass']) or 'none'}; PTX {', '.join(cuda['ptx']) or 'none'}"
+        return f"device code {where}; architectures {cuda['note'] or 'not checked'}"
+    sass, ptx = ", ".join(cuda["sass"]) or "none", ", ".join(cuda["ptx"]) or "none"
+    return f"SASS {sass}; PTX {ptx} ({where})"
+
+
+def _tool_line(tool: dict[str, Any]) -> str:
+    origin = "on PATH" if tool["source"] == "PATH" else f"{tool['source']}, package index"
+    return f"{tool['version'] or 'version unknown'} ({origin}): {tool['path']}"
+
+
+DEVICE_CODE_ROWS = 6
+"""Objects named per group of objects with the same architectures; the rest are counted."""
+
+
+def _device_code_table(report: dict[str, Any]) -> Table:
+    """Per object with device code, its SASS and PTX architectures; objects with the same
+    ones share a row, and a last row gives them all together."""
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...], str | None], list[str]] = {}
+    for o in report["objects"]:
+        if c := o["cuda"]:
+            key = (tuple(c["sass"]), tuple(c["ptx"]), None if c["checked"] else c["note"])
+            groups.setdefault(key, []).append(o["path"])
+    table = Table(title="CUDA device code (cuobjdump)", title_justify="left")
+    table.add_column("objects", overflow="fold")
+    table.add_column("SASS", overflow="fold")
+    table.add_column("PTX", overflow="fold")
+    for (sass, ptx, note), paths in groups.items():
+        shown = paths[:DEVICE_CODE_ROWS]
+        more = f"\n... and {len(paths) - len(shown)} more" if len(paths) > len(shown) else ""
+        objects = "\n".join(shown) + more
+        if note is not None:
+            table.add_row(objects, Text("not checked", style="yellow"), "")
+        else:
+            table.add_row(objects, ", ".join(sass) or "none", ", ".join(ptx) or "none")
+    cuda = report["cuda"]
+    if len(groups) > 1:
+        table.add_row(
+            Text(f"all {cuda['objects']} objects", style="bold"),
+            Text(", ".join(cuda["sass"]) or "none", style="bold"),
+            Text(", ".join(cuda["ptx"]) or "none", style="bold"),
+        )
+    return table
 
 
 # --------------------------------------------------------------------------------------------
