@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import Requirement
+
 from tfbuild import __version__, pip
 from tfbuild.errors import InstallError, NotBuiltError
 from tfbuild.matrix import PipSettings, Variant
@@ -56,7 +58,11 @@ def _now() -> str:
 
 
 def _artifact(variant: Variant, wheel: Path, manifest: dict[str, Any]) -> Artifact:
-    extras = ("and-cuda",) if variant.source == "bazel" and variant.cuda is not None else ()
+    if variant.source == "pypi" and variant.requirement is not None:
+        # the wheel is installed from the store: the requirement's extras go with it
+        extras = tuple(sorted(Requirement(variant.requirement).extras))
+    else:
+        extras = ("and-cuda",) if variant.source == "bazel" and variant.cuda is not None else ()
     return Artifact(variant.id, wheel, manifest["sha256"], variant.constraints, manifest, extras)
 
 

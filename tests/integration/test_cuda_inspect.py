@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import run_tfbuild
+from conftest import REPO, run_tfbuild
 
 from tfbuild import audit, cuobjdump, pip
 
@@ -136,3 +136,11 @@ def test_tensorflow_gpu_wheel_lists_its_architectures_and_judges_gpus(
         f"{gpu_wheel.name}: CUDA no code for sm_50: no SASS for sm_50 and no PTX at or below "
         "compute_50; the wheel has SASS " + ", ".join(cuda["sass"])
     ) in proc.stderr
+
+    # The README's example is this wheel's real listing and verdict.
+    readme = (REPO / "README.md").read_text()
+    example = readme.split(f"$ tfbuild inspect {gpu_wheel.name} --gpu sm_50", 1)[1]
+    example = example.split("```", 1)[0]
+    assert f"│ {', '.join(cuda['sass'])} │ {', '.join(cuda['ptx'])} │" in example
+    said = " ".join(example.split("CUDA   ", 1)[1].split())
+    assert said in " ".join(proc.stderr.split())

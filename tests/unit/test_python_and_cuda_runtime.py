@@ -119,12 +119,15 @@ def test_a_cuda_build_is_installed_with_its_and_cuda_extra(
         "variants:\n  - name: gpu\n    source: bazel\n    tensorflow: 2.21.0\n"
         "    cuda: {version: '12.8.1', cudnn: '9.8.0', compute_capabilities: [sm_90]}\n"
         "  - {name: cpu, source: bazel, tensorflow: 2.21.0}\n"
+        "  - {name: stock-gpu, source: pypi, requirement: 'tensorflow[and-cuda]==2.21.0'}\n"
     )
     matrix = load_matrix(tmp_path / "m.yaml")
     digest = hashlib.sha256(main.read_bytes()).hexdigest()
     gpu = _artifact(matrix.variant("gpu"), main, {"sha256": digest})
     assert gpu.extras == ("and-cuda",) and gpu.wants_gpu
     assert _artifact(matrix.variant("cpu"), main, {"sha256": digest}).extras == ()
+    stock = _artifact(matrix.variant("stock-gpu"), main, {"sha256": digest})
+    assert stock.extras == ("and-cuda",)  # a requirement's extras survive the store
     script = render_runtime(
         template_dirs(None),
         {"wheel": main.name, "install_target": gpu.install_target, "pythons": [],
