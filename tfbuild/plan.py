@@ -15,7 +15,7 @@ from typing import Any
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tfbuild import cpu
+from tfbuild import cpu, wheelfile
 from tfbuild.errors import SelectionError
 from tfbuild.host import RUNNING_PYTHON, GpuInfo, HostProfile, find_python
 from tfbuild.matrix import KNOWN_ENV, Cuda, Matrix, Tuning, Variant
@@ -326,19 +326,26 @@ def verdict(variant: Variant, host: HostProfile, required: frozenset[str] | None
                 f"TensorFlow {variant.tf_minor} has no wheels for Python {variant.python} "
                 f"(supports {low} to {high})"
             )
-    if (
-        variant.source in ("bazel", "wheel")
-        and host.source != "saved"
-        and find_python(variant.python) is None
-    ):
+    pythons = _runtime_pythons(variant)
+    if pythons and host.source != "saved" and not any(find_python(p) for p in pythons):
         fail(
-            f"cannot run here: needs Python {variant.python}; tfbuild runs on Python "
-            f"{RUNNING_PYTHON} and there is no python{variant.python} on PATH (a container "
+            f"cannot run here: needs Python {' or '.join(pythons)}; tfbuild runs on Python "
+            f"{RUNNING_PYTHON} and there is no python{pythons[0]} on PATH (a container "
             "runtime needs it in its base image)"
         )
     if variant.march == "native":
         reasons.append("-march=native ties the wheel to the CPU of the machine that builds it")
     return Verdict(runs, tuple(reasons))
+
+
+def _runtime_pythons(variant: Variant) -> list[str]:
+    """The CPython versions a runtime needs for the variant's wheel: a source build's `python`,
+    a local wheel's tags (none for a pure py3 wheel); index wheels follow tfbuild's own."""
+    if variant.source == "bazel":
+        return [variant.python]
+    if variant.source == "wheel" and variant.path is not None:
+        return wheelfile.cpython_versions(variant.path.name)
+    return []
 
 
 def resolve_tuning(tuning: Tuning, host: HostProfile) -> ResolvedTuning:

@@ -54,6 +54,21 @@ def test_plan_refuses_a_python_no_runtime_here_has(tmp_path: Path) -> None:
     )
     assert not any("Python" in r for r in variants["here"]["reasons"])
 
+    # A local wheel is judged by its tags: a pure py3 wheel needs no particular Python.
+    pure = tagged_wheel(tmp_path, "tfbuild_any_probe", "py3-none-any")
+    later = tagged_wheel(tmp_path, "tfbuild_later_probe", "cp399-cp399-linux_x86_64")
+    (tmp_path / "wheels.yaml").write_text(
+        f"variants:\n  - {{name: pure, source: wheel, path: {pure}}}\n"
+        f"  - {{name: later, source: wheel, path: {later}}}\n"
+    )
+    proc = run_tfbuild("matrix", "--matrix", str(tmp_path / "wheels.yaml"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    wheels = {v["name"]: v for v in json.loads(proc.stdout)["variants"]}
+    assert not any("needs Python" in r for r in wheels["pure"]["reasons"])
+    assert any(
+        r.startswith("cannot run here: needs Python 3.99") for r in wheels["later"]["reasons"]
+    )
+
     found = host.find_python("3.9")
     require(found is not None, "no Python 3.9 interpreter on this machine")
     assert found is not None
