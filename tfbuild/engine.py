@@ -369,6 +369,25 @@ def read_file(created: Any, path: str) -> bytes | None:
         return None
 
 
+def image_pythons(image: str) -> tuple[str, ...]:
+    """The CPython X.Y versions an image has as pythonX.Y executables; empty when the image is
+    not on the engine (the runtime install then says so)."""
+    if image_info(image) is None:
+        return ()
+    listing = (
+        'for p in /usr/bin/python3.* /usr/local/bin/python3.*; do [ -x "$p" ] && echo "$p"; done'
+        "; true"
+    )
+    out = client().containers.run(image, ["sh", "-c", listing], remove=True, network_mode="none")
+    names = {Path(line).name for line in out.decode().split()}
+    return tuple(
+        sorted(
+            (n.removeprefix("python") for n in names if re.fullmatch(r"python3\.\d+", n)),
+            key=lambda v: int(v.split(".")[1]),
+        )
+    )
+
+
 def gpu_requests(artifact: Artifact) -> list[Any] | None:
     """Every GPU of the engine's machine for a CUDA build (docker run --gpus all), none else."""
     if not artifact.wants_gpu:

@@ -178,3 +178,29 @@ def test_a_cuda_build_asks_the_engine_for_every_gpu(base_image: str, tmp_path: P
         pytest.raises(docker.errors.APIError, match="could not select device driver"),
     ):
         created.start()
+
+
+def test_run_does_not_build_what_its_runtime_image_cannot_run(
+    base_image: str, tmp_path: Path
+) -> None:
+    """`tfbuild run` asks the runtime image which Pythons it has before building: a source
+    variant for Python 3.12 would run in a container of the bookworm image (Python 3.11 only),
+    so it is neither built nor benchmarked; a 3.11 one, or one on a local runtime, goes on."""
+    from tfbuild.matrix import load_matrix
+    from tfbuild.pipeline import container_python_refusal
+
+    assert engine.image_pythons(base_image) == ("3.11",)
+    (tmp_path / "m.yaml").write_text(
+        "variants:\n"
+        "  - {name: py312, source: bazel, tensorflow: 2.21.0, python: '3.12'}\n"
+        "  - {name: py311, source: bazel, tensorflow: 2.21.0, python: '3.11'}\n"
+        "  - {name: local312, source: bazel, tensorflow: 2.21.0, python: '3.12', runtime: local}\n"
+    )
+    matrix = load_matrix(tmp_path / "m.yaml")
+    refusal = container_python_refusal(matrix.variant("py312"), "auto", base_image)
+    assert refusal == (
+        f"needs Python 3.12; the runtime image {base_image} has Python 3.11; use a base image "
+        "that has it, or --runtime local"
+    )
+    assert container_python_refusal(matrix.variant("py311"), "auto", base_image) is None
+    assert container_python_refusal(matrix.variant("local312"), "auto", base_image) is None
