@@ -13,8 +13,6 @@ and renamed into place under a lock, so a half-done install is never used.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import json
 import os
@@ -23,7 +21,6 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +28,7 @@ from typing import Any
 from tfbuild import pip
 from tfbuild.errors import InstallError
 from tfbuild.matrix import PipSettings
+from tfbuild.store import locked
 
 DISTRIBUTION = "nvidia-cuda-cuobjdump"
 LIST_TIMEOUT = 600
@@ -80,21 +78,11 @@ def installed(cache_dir: Path) -> Cuobjdump | None:
     return Cuobjdump(folder / "bin" / "cuobjdump", version, f"{DISTRIBUTION} {version}")
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def install(cache_dir: Path, settings: PipSettings) -> Cuobjdump:
     """Install the package index's cuobjdump into the cache (once; a concurrent run waits)."""
     tools = cache_dir / "tools"
     tools.mkdir(parents=True, exist_ok=True)
-    with _locked(tools / ".cuobjdump.lock"):
+    with locked(tools / ".cuobjdump.lock"):
         found = installed(cache_dir)
         if found is not None:
             return found
