@@ -76,3 +76,25 @@ def test_readme_states_the_suite_and_design_the_code_has() -> None:
         f"({default.budget_s / 60:.0f} min of benchmarking" in text
     )
     assert f"`presets` (`quick`: {quick.budget_s / 60:.0f}m and {quick.resolve:.0%}" in text
+
+
+def test_readme_era_table_is_tensorflow_yaml() -> None:
+    """The README's era table gives, per era, the releases and their default bazel versions of
+    tfbuild/data/tensorflow.yaml, and says CUDA is refused exactly for the eras that cannot
+    build it."""
+    from tfbuild.resources import load_table
+
+    table = load_table("tensorflow")
+    rows = {
+        cells[0]: cells
+        for line in (REPO / "README.md").read_text().splitlines()
+        if line.startswith("| ")
+        and (cells := [c.strip() for c in line.strip("|").split("|")])[0] in table["eras"]
+    }
+    assert set(rows) == set(table["eras"])
+    for era, cells in rows.items():
+        minors = [m for m, r in table["releases"].items() if r["era"] == era]
+        assert cells[1] == (minors[0] if len(minors) == 1 else f"{minors[0]}-{minors[-1]}")
+        bazels = list(dict.fromkeys(table["releases"][m]["bazel"] for m in minors))
+        assert cells[2] == " / ".join(bazels), era
+        assert cells[4].startswith("refused") == (not table["eras"][era]["cuda"]), era
