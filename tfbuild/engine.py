@@ -369,23 +369,36 @@ def read_file(created: Any, path: str) -> bytes | None:
         return None
 
 
-def image_pythons(image: str) -> tuple[str, ...]:
-    """The CPython X.Y versions an image has as pythonX.Y executables; empty when the image is
-    not on the engine (the runtime install then says so)."""
+_PYTHONS_SCRIPT = """\
+for p in /usr/bin/python3.* /usr/local/bin/python3.*; do [ -x "$p" ] && echo "have $p"; done
+if ! command -v "python$WANTED" >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  apt-get update -qq >/dev/null 2>&1 \\
+    && apt-cache show --no-all-versions "python$WANTED" "python$WANTED-venv" >/dev/null 2>&1 \\
+    && echo apt
+fi
+true
+"""
+
+
+def image_pythons(image: str, wanted: str) -> tuple[tuple[str, ...], bool] | None:
+    """The CPython X.Y versions an image has as pythonX.Y executables, and whether its apt
+    sources offer `wanted` (asked only when the image lacks it); None when the image is not on
+    the engine (the runtime install then says so)."""
     if image_info(image) is None:
-        return ()
-    listing = (
-        'for p in /usr/bin/python3.* /usr/local/bin/python3.*; do [ -x "$p" ] && echo "$p"; done'
-        "; true"
-    )
-    out = client().containers.run(image, ["sh", "-c", listing], remove=True, network_mode="none")
-    names = {Path(line).name for line in out.decode().split()}
-    return tuple(
-        sorted(
-            (n.removeprefix("python") for n in names if re.fullmatch(r"python3\.\d+", n)),
-            key=lambda v: int(v.split(".")[1]),
+        return None
+    out = (
+        client()
+        .containers.run(
+            image, ["sh", "-c", _PYTHONS_SCRIPT], environment={"WANTED": wanted}, remove=True
         )
+        .decode()
     )
+    names = {Path(line.split()[1]).name for line in out.splitlines() if line.startswith("have ")}
+    have = sorted(
+        (n.removeprefix("python") for n in names if re.fullmatch(r"python3\.\d+", n)),
+        key=lambda v: int(v.split(".")[1]),
+    )
+    return tuple(have), "apt" in out.split()
 
 
 def gpu_requests(artifact: Artifact) -> list[Any] | None:

@@ -40,24 +40,30 @@ def no_engine_message(names: Sequence[str], docker: DockerInfo) -> str:
 
 
 @functools.cache
-def _image_pythons(image: str) -> tuple[str, ...]:
+def _image_pythons(image: str, wanted: str) -> tuple[tuple[str, ...], bool] | None:
     from tfbuild import engine
 
-    return engine.image_pythons(image)
+    return engine.image_pythons(image, wanted)
 
 
 def container_python_refusal(variant: Variant, runtime: str, image: str) -> str | None:
     """Why a source variant whose runtime is a container cannot run there: its runtime image
-    has no interpreter of the variant's Python. Asked before the build, so hours of bazel are
-    not spent on a wheel no runtime here can install."""
+    has no interpreter of the variant's Python, and its apt sources offer none to install.
+    Asked before the build, so hours of bazel are not spent on a wheel no runtime here can
+    install."""
     if runtime_kind(variant, runtime, engine_reachable=True) != "docker":
         return None
-    have = _image_pythons(image)
-    if not have or variant.python in have:
+    found = _image_pythons(image, variant.python)
+    if found is None:
         return None  # an image not on the engine is reported when the runtime is made
+    have, from_apt = found
+    if variant.python in have or from_apt:
+        return None
     return (
-        f"needs Python {variant.python}; the runtime image {image} has Python "
-        f"{', '.join(have)}; use a base image that has it, or --runtime local"
+        f"needs Python {variant.python}; the runtime image {image} has "
+        f"{'Python ' + ', '.join(have) if have else 'no Python'} and its apt sources have no "
+        f"python{variant.python}; use a base image of a distribution release that has it, or "
+        "--runtime local"
     )
 
 

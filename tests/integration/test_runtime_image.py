@@ -158,7 +158,13 @@ def test_the_runtime_image_uses_the_wheels_python(base_image: str, tmp_path: Pat
         assert out.decode().strip() == "3.11"
     finally:
         engine.client().images.remove(good.image, force=True)
-    with pytest.raises(InstallError, match=r"the wheel needs Python 3\.12 and the runtime base"):
+    with pytest.raises(
+        InstallError,
+        match=(
+            r"the wheel needs Python 3\.12; the runtime base image has Python 3\.11\.\d+ and its "
+            r"apt sources have no python3\.12"
+        ),
+    ):
         runtime(bad_wheel).prepare()
 
 
@@ -189,7 +195,7 @@ def test_run_does_not_build_what_its_runtime_image_cannot_run(
     from tfbuild.matrix import load_matrix
     from tfbuild.pipeline import container_python_refusal
 
-    assert engine.image_pythons(base_image) == ("3.11",)
+    assert engine.image_pythons(base_image, "3.12") == (("3.11",), False)
     (tmp_path / "m.yaml").write_text(
         "variants:\n"
         "  - {name: py312, source: bazel, tensorflow: 2.21.0, python: '3.12'}\n"
@@ -199,8 +205,64 @@ def test_run_does_not_build_what_its_runtime_image_cannot_run(
     matrix = load_matrix(tmp_path / "m.yaml")
     refusal = container_python_refusal(matrix.variant("py312"), "auto", base_image)
     assert refusal == (
-        f"needs Python 3.12; the runtime image {base_image} has Python 3.11; use a base image "
-        "that has it, or --runtime local"
+        f"needs Python 3.12; the runtime image {base_image} has Python 3.11 and its apt sources "
+        "have no python3.12; use a base image of a distribution release that has it, or "
+        "--runtime local"
     )
     assert container_python_refusal(matrix.variant("py311"), "auto", base_image) is None
     assert container_python_refusal(matrix.variant("local312"), "auto", base_image) is None
+
+
+def test_the_runtime_installs_the_wheels_python_from_apt(base_image: str, tmp_path: Path) -> None:
+    """A base image without the wheel's Python gets it from its own apt sources: the bookworm
+    image with Python 3.11 removed is told apart from one whose sources lack the version, and
+    the runtime made from it installs python3.11 and runs the wheel with it."""
+    from tfbuild.matrix import load_matrix
+    from tfbuild.pipeline import container_python_refusal
+
+    client = engine.client()
+    stripped = "tfbuild-test/no-python:bookworm"
+    remover = client.containers.run(
+        base_image,
+        [
+            "sh",
+            "-c",
+            "apt-get remove -y -qq python3.11-minimal >/dev/null && ! command -v python3.11",
+        ],
+        detach=True,
+    )
+    try:
+        assert remover.wait()["StatusCode"] == 0, remover.logs().decode()
+        remover.commit(repository="tfbuild-test/no-python", tag="bookworm")
+    finally:
+        remover.remove(force=True)
+    try:
+        assert engine.image_pythons(stripped, "3.11") == ((), True)
+        (tmp_path / "m.yaml").write_text(
+            "variants:\n  - {name: v, source: bazel, tensorflow: 2.21.0, python: '3.11'}\n"
+        )
+        variant = load_matrix(tmp_path / "m.yaml").variant("v")
+        assert container_python_refusal(variant, "docker", stripped) is None
+        path = tagged_wheel(tmp_path, "tfbuild_apt_probe", "cp311-none-any")
+        runtime = engine.DockerRuntime(
+            Artifact("apt", path, hashlib.sha256(path.read_bytes()).hexdigest(), (), {}),
+            settings=PipSettings("inherit", "inherit", "inherit", ()),
+            base_image=stripped,
+            template_dirs=template_dirs(None),
+            log_dir=tmp_path / "logs",
+        )
+        assert runtime.prepare() is True and runtime.image is not None
+        try:
+            log = b"".join(p.read_bytes() for p in (tmp_path / "logs").glob("*.log"))
+            assert b"installing python3.11 from the image's apt sources" in log
+            out = client.containers.run(
+                runtime.image,
+                ["/opt/tf/bin/python", "-c", "import tfbuild_apt_probe as p; print(p.PYTHON)"],
+                remove=True,
+                network_mode="none",
+            )
+            assert out.decode().strip() == "3.11"
+        finally:
+            client.images.remove(runtime.image, force=True)
+    finally:
+        client.images.remove(stripped, force=True)
