@@ -59,6 +59,26 @@ class PrivateIndex(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def in_image(image: str, code: str) -> str:
+    """What the runtime's Python prints for `code`, in a container without network."""
+    out = engine.client().containers.run(
+        image, ["/opt/tf/bin/python", "-c", code], remove=True, network_mode="none"
+    )
+    return bytes(out).decode().strip()
+
+
+def docker_runtime(path: Path, base_image: str, log_dir: Path) -> engine.DockerRuntime:
+    """The Docker runtime of a local wheel, with this machine's index settings."""
+    sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    return engine.DockerRuntime(
+        Artifact(path.stem, path, sha256, (), {}),
+        settings=PipSettings("inherit", "inherit", "inherit", ()),
+        base_image=base_image,
+        template_dirs=template_dirs(None),
+        log_dir=log_dir,
+    )
+
+
 @pytest.fixture
 def private_index(tmp_path: Path, docker_engine: None) -> Iterator[tuple[str, list[str]]]:
     """(index URL with credentials as containers reach it, requests that were authorised)."""
@@ -98,13 +118,7 @@ def test_index_credentials_never_reach_the_runtime_image(
         # The credentials were used: the dependency came from the private index.
         assert "/simple/tfbuild-private-dep/" in authorised
         client = engine.client()
-        out = client.containers.run(
-            runtime.image,
-            ["/opt/tf/bin/python", "-c", "import tfbuild_private_dep as d; print(d.VERSION)"],
-            remove=True,
-            network_mode="none",
-        )
-        assert out.decode().strip() == "1.0"
+        assert in_image(runtime.image, "import tfbuild_private_dep as d; print(d.VERSION)") == "1.0"
         # ...and they are nowhere: not in the config, the history, any layer or the log.
         image = client.images.get(runtime.image)
         assert image.labels["org.tfbuild.wheel-sha256"] == sha256
@@ -136,26 +150,10 @@ def test_the_runtime_image_uses_the_wheels_python(base_image: str, tmp_path: Pat
     ok_wheel = tagged_wheel(tmp_path, "tfbuild_py311_probe", "cp311-none-any")
     bad_wheel = tagged_wheel(tmp_path, "tfbuild_py312_probe", "cp312-none-any")
 
-    def runtime(path: Path) -> engine.DockerRuntime:
-        sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-        return engine.DockerRuntime(
-            Artifact("py", path, sha256, (), {}),
-            settings=PipSettings("inherit", "inherit", "inherit", ()),
-            base_image=base_image,
-            template_dirs=template_dirs(None),
-            log_dir=tmp_path / "logs",
-        )
-
-    good = runtime(ok_wheel)
+    good = docker_runtime(ok_wheel, base_image, tmp_path / "logs")
     assert good.prepare() is True and good.image is not None
     try:
-        out = engine.client().containers.run(
-            good.image,
-            ["/opt/tf/bin/python", "-c", "import tfbuild_py311_probe as p; print(p.PYTHON)"],
-            remove=True,
-            network_mode="none",
-        )
-        assert out.decode().strip() == "3.11"
+        assert in_image(good.image, "import tfbuild_py311_probe as p; print(p.PYTHON)") == "3.11"
     finally:
         engine.client().images.remove(good.image, force=True)
     with pytest.raises(
@@ -165,7 +163,7 @@ def test_the_runtime_image_uses_the_wheels_python(base_image: str, tmp_path: Pat
             r"apt sources have no python3\.12"
         ),
     ):
-        runtime(bad_wheel).prepare()
+        docker_runtime(bad_wheel, base_image, tmp_path / "logs").prepare()
 
 
 def test_a_cuda_build_asks_the_engine_for_every_gpu(base_image: str, tmp_path: Path) -> None:
@@ -244,24 +242,13 @@ def test_the_runtime_installs_the_wheels_python_from_apt(base_image: str, tmp_pa
         variant = load_matrix(tmp_path / "m.yaml").variant("v")
         assert container_python_refusal(variant, "docker", stripped) is None
         path = tagged_wheel(tmp_path, "tfbuild_apt_probe", "cp311-none-any")
-        runtime = engine.DockerRuntime(
-            Artifact("apt", path, hashlib.sha256(path.read_bytes()).hexdigest(), (), {}),
-            settings=PipSettings("inherit", "inherit", "inherit", ()),
-            base_image=stripped,
-            template_dirs=template_dirs(None),
-            log_dir=tmp_path / "logs",
-        )
+        runtime = docker_runtime(path, stripped, tmp_path / "logs")
         assert runtime.prepare() is True and runtime.image is not None
         try:
             log = b"".join(p.read_bytes() for p in (tmp_path / "logs").glob("*.log"))
             assert b"installing python3.11 from the image's apt sources" in log
-            out = client.containers.run(
-                runtime.image,
-                ["/opt/tf/bin/python", "-c", "import tfbuild_apt_probe as p; print(p.PYTHON)"],
-                remove=True,
-                network_mode="none",
-            )
-            assert out.decode().strip() == "3.11"
+            code = "import tfbuild_apt_probe as p; print(p.PYTHON)"
+            assert in_image(runtime.image, code) == "3.11"
         finally:
             client.images.remove(runtime.image, force=True)
     finally:
