@@ -25,7 +25,7 @@ from packaging.utils import parse_wheel_filename
 from tfbuild import cpu, cuobjdump, isa, pip, wheelfile
 from tfbuild.errors import BadWheel, IncompatibleWheel, UsageError
 from tfbuild.host import Gpu, GpuInfo, HostProfile
-from tfbuild.matrix import PipSettings
+from tfbuild.matrix import INHERIT_PIP, PipSettings
 from tfbuild.store import atomic_write_json
 
 SCHEMA = "tfbuild.inspect/1"
@@ -69,9 +69,6 @@ def cache_path(cache_dir: Path, sha256: str) -> Path:
     return cache_dir / "inspect" / f"{sha256}-v{isa.ANALYSIS_VERSION}.json"
 
 
-INHERIT_PIP = PipSettings("inherit", "inherit", "inherit", ())
-
-
 def inspect_wheel(
     wheel: Path,
     cache_dir: Path | None,
@@ -87,7 +84,7 @@ def inspect_wheel(
     wheelfile.check_wheel(wheel)
     digest = _digest(wheel, cache_dir)
     cached = cache_path(cache_dir, digest) if cache_dir else None
-    device_code = cuobjdump.DeviceCode(cache_dir, pip_settings)
+    device_code = cuobjdump.DeviceCode(cache_dir, pip_settings, retry=refresh)
     if cached is not None and not refresh:
         report = _cached_report(cached, digest)
         if report is not None:

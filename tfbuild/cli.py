@@ -299,9 +299,10 @@ def detect(
     console = _console()
     console.print(host_view(profile))
     if matrix_path is not None:
-        from tfbuild.plan import make_plan
+        from tfbuild.plan import make_plan, runtimes_here
 
-        plan = make_plan(_load_matrix(matrix_path), profile)
+        matrix = _load_matrix(matrix_path)
+        plan = make_plan(matrix, profile, runtimes=runtimes_here(matrix, profile))
         runnable = [pv.variant.name for pv in plan.variants if pv.verdict.runs]
         console.print(
             f"\n{matrix_path}: {len(runnable)} of {len(plan.variants)} variants can run here "
@@ -335,12 +336,12 @@ def matrix_cmd(
     configs, and whether the host can run it (and why not); then the tunings with their
     thread counts and environment resolved for the host. --json adds the CI fan-out.
     """
-    from tfbuild.plan import make_plan
+    from tfbuild.plan import make_plan, runtimes_here
     from tfbuild.report.terminal import plan_view
 
     matrix = _load_matrix(matrix_path)
     profile = _load_host(host_path)
-    plan = make_plan(matrix, profile, only, skip)
+    plan = make_plan(matrix, profile, only, skip, runtimes_here(matrix, profile))
     document = plan.to_json()
     if latest:
         document["latest"] = _latest(matrix)
@@ -708,7 +709,7 @@ def bench(
     from tfbuild.bench.results import load
     from tfbuild.bench.summary import summarise
     from tfbuild.host import docker_status
-    from tfbuild.plan import make_plan
+    from tfbuild.plan import make_plan, runtimes_here
     from tfbuild.progress import make_reporter
     from tfbuild.report.terminal import bench_view
 
@@ -721,7 +722,8 @@ def bench(
             path = runner.resume_session(resume, workspace, reporter)
     else:
         matrix = _load_matrix(matrix_path, tensorflow)
-        plan = make_plan(matrix, _load_host(None), only, skip)
+        profile = _load_host(None)
+        plan = make_plan(matrix, profile, only, skip, runtimes_here(matrix, profile, runtime))
         options = _bench_options(
             matrix,
             _suite(matrix, "quick" if quick else preset, budget, resolve, min_rounds, rounds),
@@ -798,13 +800,14 @@ def calibrate(
     from tfbuild.bench import calibrate as cal
     from tfbuild.bench.results import load_any
     from tfbuild.host import docker_status
-    from tfbuild.plan import make_plan
+    from tfbuild.plan import make_plan, runtimes_here
     from tfbuild.progress import make_reporter
     from tfbuild.report.terminal import calibration_markdown, calibration_view
 
     if report_path is None:
         matrix = _load_matrix(matrix_path)
-        plan = make_plan(matrix, _load_host(None), only, skip)
+        profile = _load_host(None)
+        plan = make_plan(matrix, profile, only, skip, runtimes_here(matrix, profile, runtime))
         workspace = _workspace(store_path, cache_dir, results_dir, docker_status().reachable)
         options = _bench_options(matrix, matrix.suite.settings, seed, None, runtime, False)
         reporter = make_reporter(quiet)
@@ -981,12 +984,13 @@ def inspect(
     Exits 6 when the wheel cannot run on the target.
     """
     from tfbuild import audit
+    from tfbuild.matrix import INHERIT_PIP
     from tfbuild.report.terminal import inspect_view
 
     if host_path and cpu_model:
         raise UsageError("--host and --cpu both name the target; give one of them")
     wheel, _ = _wheel_argument(target, matrix_path, store_path)
-    settings = _inherit_pip() if target.endswith(".whl") else _load_matrix(matrix_path).defaults.pip
+    settings = INHERIT_PIP if target.endswith(".whl") else _load_matrix(matrix_path).defaults.pip
     report = audit.inspect_wheel(
         wheel, cache_dir or _default_cache(), refresh, pip_settings=settings
     )
@@ -1054,6 +1058,7 @@ def verify(
     """
     from tfbuild import qemu
     from tfbuild.fetch import Artifact
+    from tfbuild.matrix import INHERIT_PIP
     from tfbuild.pip import sha256_of
     from tfbuild.runtime import LocalVenv, local_env
     from tfbuild.wheelfile import top_level
@@ -1063,7 +1068,7 @@ def verify(
         qemu.check_model(model)
     wheel, declared = _wheel_argument(target, matrix_path, store_path)
     matrix = _load_matrix(matrix_path) if not target.endswith(".whl") else None
-    settings = matrix.defaults.pip if matrix else _inherit_pip()
+    settings = matrix.defaults.pip if matrix else INHERIT_PIP
     artifact = Artifact(wheel.name, wheel, sha256_of(wheel), (*declared, *constraints), {})
     venv = LocalVenv(artifact, cache_dir or _default_cache(), settings)
     venv.prepare()
@@ -1084,12 +1089,6 @@ def verify(
     failed = [o.model for o in outcomes if not o.passed]
     if failed:
         raise IncompatibleWheel(f"{wheel.name} fails on {', '.join(failed)}")
-
-
-def _inherit_pip() -> Any:
-    from tfbuild.matrix import PipSettings
-
-    return PipSettings("inherit", "inherit", "inherit", ())
 
 
 def _fraction(value: str) -> float:

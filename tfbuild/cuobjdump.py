@@ -13,6 +13,7 @@ and renamed into place under a lock, so a half-done install is never used.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -20,6 +21,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +30,14 @@ from typing import Any
 from tfbuild import pip
 from tfbuild.errors import InstallError
 from tfbuild.matrix import PipSettings
-from tfbuild.store import locked
+from tfbuild.store import atomic_write_text, locked
 
 DISTRIBUTION = "nvidia-cuda-cuobjdump"
 LIST_TIMEOUT = 600
+FAILED_MEMO = "cuobjdump.failed"
+"""Why the last install failed; within RETRY_AFTER_S of it, no install is tried (each try
+against an unreachable index costs pip's retries, for every wheel with device code)."""
+RETRY_AFTER_S = 3600
 
 _SASS = re.compile(r"\.(sm_\d+[a-z]?)\.cubin\b")
 _PTX = re.compile(r"\.(sm_\d+[a-z]?)\.ptx\b")
@@ -127,13 +133,28 @@ def _why(error: Exception) -> str:
     return why
 
 
+def _recent_failure(memo: Path) -> str | None:
+    """Why the install failed, when it failed less than RETRY_AFTER_S ago."""
+    try:
+        at = memo.stat().st_mtime
+        if not 0 <= time.time() - at < RETRY_AFTER_S:
+            return None
+        why = memo.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    when = time.strftime("%H:%M UTC", time.gmtime(at))
+    return f"{why} (at {when}; tried again an hour later, or by inspect --refresh)"
+
+
 class DeviceCode:
     """Lists the device code of the objects of one audit, with a cuobjdump found (or installed)
     on the first object that has any: a wheel without device code never installs it."""
 
-    def __init__(self, cache_dir: Path | None, settings: PipSettings) -> None:
+    def __init__(self, cache_dir: Path | None, settings: PipSettings, retry: bool = False) -> None:
         self.cache_dir = cache_dir
         self.settings = settings
+        self.retry = retry
+        """Try to install even when the last try failed less than RETRY_AFTER_S ago."""
 
     @functools.cached_property
     def tool(self) -> Cuobjdump | str:
@@ -143,13 +164,25 @@ class DeviceCode:
             return Cuobjdump(Path(on_path), tool_version(Path(on_path)), "PATH")
         if self.cache_dir is None:
             return "cuobjdump is not on PATH"
+        found = installed(self.cache_dir)
+        if found is not None:
+            return found
+        failed = self.cache_dir / "tools" / FAILED_MEMO
+        recent = None if self.retry else _recent_failure(failed)
+        if recent is not None:
+            return recent
         try:
-            return installed(self.cache_dir) or install(self.cache_dir, self.settings)
+            tool = install(self.cache_dir, self.settings)
+            failed.unlink(missing_ok=True)
+            return tool
         except (InstallError, OSError, subprocess.SubprocessError) as exc:
-            return (
+            why = (
                 f"cuobjdump is not on PATH and {DISTRIBUTION} could not be installed from the "
                 f"package index: {_why(exc)}"
             )
+            with contextlib.suppress(OSError):
+                atomic_write_text(failed, why)
+            return why
 
     def describe(self) -> dict[str, Any] | None:
         """The tool used, for the report; None when none was needed or none could be had."""

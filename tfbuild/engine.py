@@ -107,7 +107,9 @@ class Context:
         self.tar = tarfile.open(fileobj=self.file, mode="w")  # noqa: SIM115
 
     def add_text(self, name: str, text: str, mode: int = 0o644) -> None:
-        data = text.encode("utf-8")
+        self.add_bytes(name, text.encode("utf-8"), mode)
+
+    def add_bytes(self, name: str, data: bytes, mode: int = 0o644) -> None:
         info = tarfile.TarInfo(name)
         info.size, info.mode, info.mtime = len(data), mode, 0
         self.tar.addfile(info, io.BytesIO(data))
@@ -369,12 +371,17 @@ def read_file(created: Any, path: str) -> bytes | None:
         return None
 
 
+# What runtime-install.sh.j2 will find: pythonX.Y on PATH, else in the image's apt sources.
 _PYTHONS_SCRIPT = """\
 for p in /usr/bin/python3.* /usr/local/bin/python3.*; do [ -x "$p" ] && echo "have $p"; done
-if ! command -v "python$WANTED" >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-  apt-get update -qq >/dev/null 2>&1 \\
-    && apt-cache show --no-all-versions "python$WANTED" "python$WANTED-venv" >/dev/null 2>&1 \\
-    && echo apt
+if found=$(command -v "python$WANTED"); then
+  echo "have $found"
+elif command -v apt-get >/dev/null 2>&1; then
+  if ! apt-get update -qq >/dev/null 2>&1; then
+    echo apt-unreadable
+  elif apt-cache show --no-all-versions "python$WANTED" "python$WANTED-venv" >/dev/null 2>&1; then
+    echo apt
+  fi
 fi
 true
 """
@@ -382,8 +389,9 @@ true
 
 def image_pythons(image: str, wanted: str) -> tuple[tuple[str, ...], bool] | None:
     """The CPython X.Y versions an image has as pythonX.Y executables, and whether its apt
-    sources offer `wanted` (asked only when the image lacks it); None when the image is not on
-    the engine (the runtime install then says so)."""
+    sources offer `wanted` (asked only when the image lacks it). None when it cannot be told:
+    the image is not on the engine, or its apt sources cannot be read (the runtime install
+    then says what is wrong)."""
     if image_info(image) is None:
         return None
     out = (
@@ -393,6 +401,8 @@ def image_pythons(image: str, wanted: str) -> tuple[tuple[str, ...], bool] | Non
         )
         .decode()
     )
+    if "apt-unreadable" in out.split():
+        return None
     names = {Path(line.split()[1]).name for line in out.splitlines() if line.startswith("have ")}
     have = sorted(
         (n.removeprefix("python") for n in names if re.fullmatch(r"python3\.\d+", n)),
@@ -483,7 +493,7 @@ class DockerRuntime(RuntimeEnv):
         )
         inputs.add_text("tfbuild-install/pip.conf", _pip_conf(settings.env, bool(ca)))
         if ca:
-            inputs.add_text("tfbuild-install/ca-bundle.pem", ca.decode("utf-8"))
+            inputs.add_bytes("tfbuild-install/ca-bundle.pem", ca)
         log_path = self.log_dir / f"runtime-{self.artifact.sha256[:16]}-{key}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         lines: list[str] = []

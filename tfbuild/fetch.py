@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,18 @@ class Artifact:
     def install_target(self) -> str:
         """The wheel file name as pip takes it, with its extras."""
         return self.wheel.name + (f"[{','.join(self.extras)}]" if self.extras else "")
+
+    @classmethod
+    def from_json(cls, recorded: Mapping[str, Any], manifest: dict[str, Any]) -> Artifact:
+        """The artifact a results file recorded (to_json), with the wheel at its recorded path."""
+        return cls(
+            recorded["variant_id"],
+            Path(recorded["wheel"]),
+            recorded["sha256"],
+            tuple(recorded["constraints"]),
+            manifest,
+            tuple(recorded.get("extras", ())),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

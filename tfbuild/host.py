@@ -811,35 +811,6 @@ def load_profile(path: Path) -> HostProfile:
         ) from exc
 
 
-__all__ = [
-    "SCHEMA",
-    "CgroupCpu",
-    "CpuProfile",
-    "DockerInfo",
-    "Gpu",
-    "GpuInfo",
-    "HostProfile",
-    "Memory",
-    "QemuInfo",
-    "Recommendations",
-    "SystemInfo",
-    "ThreadSettings",
-    "Topology",
-    "build_topology",
-    "cgroup_cpu_quota",
-    "cgroup_memory_limit",
-    "detect",
-    "detect_gpus",
-    "detect_qemu",
-    "load_profile",
-    "parse_cpulist",
-    "profile_from_cpuinfo",
-    "profile_from_json",
-    "recommend",
-    "sysfs_topology",
-]
-
-
 RUNNING_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
@@ -865,3 +836,34 @@ def find_python(version: str) -> str | None:
         if proc.returncode == 0 and proc.stdout.strip() == version:
             return found
     return None
+
+
+__all__ = [
+    "RUNNING_PYTHON",
+    "SCHEMA",
+    "CgroupCpu",
+    "CpuProfile",
+    "DockerInfo",
+    "Gpu",
+    "GpuInfo",
+    "HostProfile",
+    "Memory",
+    "QemuInfo",
+    "Recommendations",
+    "SystemInfo",
+    "ThreadSettings",
+    "Topology",
+    "build_topology",
+    "cgroup_cpu_quota",
+    "cgroup_memory_limit",
+    "detect",
+    "detect_gpus",
+    "detect_qemu",
+    "find_python",
+    "load_profile",
+    "parse_cpulist",
+    "profile_from_cpuinfo",
+    "profile_from_json",
+    "recommend",
+    "sysfs_topology",
+]

@@ -299,6 +299,10 @@ class PipSettings:
     trusted_hosts: tuple[str, ...]
 
 
+INHERIT_PIP = PipSettings("inherit", "inherit", "inherit", ())
+"""Whatever pip on this machine is configured with: the default."""
+
+
 @dataclass(frozen=True)
 class Defaults:
     tensorflow: str
@@ -565,7 +569,7 @@ def _read_defaults(ctx: _Ctx, node: yaml.Node | None) -> Defaults:
         python="3.11",
         base_images=BaseImages(build="tfbuild/base:bookworm", runtime="tfbuild/base:bookworm"),
         bazel=BazelSettings("tfbuild-bazel-cache", True, None, None, (), "bridge"),
-        pip=PipSettings("inherit", "inherit", "inherit", ()),
+        pip=INHERIT_PIP,
     )
     if node is None:
         return base

@@ -112,16 +112,21 @@ def resolve(
         None,
         f"resolving {requirement}",
     )
-    report = json.loads(out)
-    item = report["install"][0]
-    info = item["download_info"]
-    hashes = info.get("archive_info", {}).get("hashes", {})
-    return Resolved(
-        name=item["metadata"]["name"],
-        version=item["metadata"]["version"],
-        url=info["url"],
-        sha256=hashes.get("sha256"),
-    )
+    try:
+        item = json.loads(out)["install"][0]
+        info = item["download_info"]
+        hashes = info.get("archive_info", {}).get("hashes", {})
+        return Resolved(
+            name=item["metadata"]["name"],
+            version=item["metadata"]["version"],
+            url=info["url"],
+            sha256=hashes.get("sha256"),
+        )
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise InstallError(
+            f"resolving {requirement}: pip's --report is not what this pip version should "
+            f"write ({type(exc).__name__}: {exc}); its output began: {out[:200]!r}"
+        ) from exc
 
 
 def download(

@@ -8,7 +8,8 @@ tunings of one variant.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,10 +17,11 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tfbuild import cpu, wheelfile
-from tfbuild.errors import SelectionError
+from tfbuild.errors import EngineUnavailable, SelectionError
 from tfbuild.host import RUNNING_PYTHON, GpuInfo, HostProfile, find_python
 from tfbuild.matrix import KNOWN_ENV, Cuda, Matrix, Tuning, Variant
 from tfbuild.resources import load_table
+from tfbuild.runtime import runtime_kind
 
 PLAN_SCHEMA = "tfbuild.plan/1"
 
@@ -287,7 +289,81 @@ def _runs_on(capability: str, device: str) -> bool:
     return dev[0] == major and dev[1] >= minor
 
 
-def verdict(variant: Variant, host: HostProfile, required: frozenset[str] | None) -> Verdict:
+ImageProbe = Callable[[str, str], "tuple[tuple[str, ...], bool] | None"]
+"""(image, X.Y) -> the CPython versions the image has, and whether its apt sources offer X.Y;
+None when that cannot be told (engine.image_pythons)."""
+
+
+@dataclass(frozen=True)
+class Runtimes:
+    """Where this machine runs each variant, for the Python its wheel needs: a local venv from
+    an interpreter found here, or a container of the runtime image, which has that Python or
+    installs it from its own apt sources."""
+
+    choice: str
+    """--runtime: auto, local or docker."""
+    engine_reachable: bool
+    image: str
+    probe: ImageProbe | None
+    """Asks the runtime image; None when no engine answers (nothing to ask)."""
+
+    def python_refusal(self, variant: Variant) -> str | None:
+        pythons = _runtime_pythons(variant)
+        if not pythons:
+            return None
+        try:
+            kind = runtime_kind(variant, self.choice, self.engine_reachable)
+        except EngineUnavailable:
+            return None  # the bench refuses it with what to do
+        if kind == "docker":
+            return self._image_refusal(pythons)
+        if any(find_python(p) for p in pythons):
+            return None
+        return (
+            f"needs Python {' or '.join(pythons)}; tfbuild runs on Python {RUNNING_PYTHON} and "
+            f"there is no python{pythons[0]} on PATH or in pyenv for a local runtime"
+        )
+
+    def _image_refusal(self, pythons: Sequence[str]) -> str | None:
+        if self.probe is None:
+            return None
+        have: tuple[str, ...] = ()
+        for python in pythons:
+            found = self.probe(self.image, python)
+            if found is None:
+                return None  # cannot be told; the runtime install says what is wrong
+            have, from_apt = found
+            if python in have or from_apt:
+                return None
+        return (
+            f"needs Python {' or '.join(pythons)}; the runtime image {self.image} has "
+            f"{'Python ' + ', '.join(have) if have else 'no Python'} and its apt sources have "
+            f"no python{pythons[0]}; use a base image of a distribution release that has it, "
+            "or --runtime local"
+        )
+
+
+def runtimes_here(matrix: Matrix, host: HostProfile, choice: str = "auto") -> Runtimes | None:
+    """This machine's runtimes, for a live host profile (None for another machine's: its
+    interpreters and engine are not known here). The runtime image is asked through the engine,
+    once per (image, Python)."""
+    if not host.is_live:
+        return None
+    reachable = host.docker is not None and host.docker.reachable
+    probe: ImageProbe | None = None
+    if reachable:
+        from tfbuild import engine
+
+        probe = functools.cache(engine.image_pythons)
+    return Runtimes(choice, reachable, matrix.defaults.base_images.runtime, probe)
+
+
+def verdict(
+    variant: Variant,
+    host: HostProfile,
+    required: frozenset[str] | None,
+    where: Runtimes | None = None,
+) -> Verdict:
     runs: bool | None = True
     reasons: list[str] = []
 
@@ -326,13 +402,8 @@ def verdict(variant: Variant, host: HostProfile, required: frozenset[str] | None
                 f"TensorFlow {variant.tf_minor} has no wheels for Python {variant.python} "
                 f"(supports {low} to {high})"
             )
-    pythons = _runtime_pythons(variant)
-    if pythons and host.source != "saved" and not any(find_python(p) for p in pythons):
-        fail(
-            f"cannot run here: needs Python {' or '.join(pythons)}; tfbuild runs on Python "
-            f"{RUNNING_PYTHON} and there is no python{pythons[0]} on PATH (a container "
-            "runtime needs it in its base image)"
-        )
+    if where is not None and (refusal := where.python_refusal(variant)) is not None:
+        fail(refusal)
     if variant.march == "native":
         reasons.append("-march=native ties the wheel to the CPU of the machine that builds it")
     return Verdict(runs, tuple(reasons))
@@ -371,7 +442,10 @@ def make_plan(
     host: HostProfile,
     only: Sequence[str] = (),
     skip: Sequence[str] = (),
+    runtimes: Runtimes | None = None,
 ) -> Plan:
+    """The selected configs resolved for `host`. `runtimes` (runtimes_here) also judges whether
+    each variant's Python can run in the runtime it gets here."""
     pairs = select(matrix, only, skip)
     planned: dict[str, PlannedVariant] = {}
     resolved: dict[str, ResolvedTuning] = {}
@@ -380,7 +454,7 @@ def make_plan(
             required = required_cpu_flags(variant, host)
             planned[variant.name] = PlannedVariant(
                 variant=variant,
-                verdict=verdict(variant, host, required),
+                verdict=verdict(variant, host, required, runtimes),
                 march=resolve_march(variant, host),
                 compiler_flags=compiler_flags(variant, host),
                 required_flags=required,

@@ -181,8 +181,8 @@ def make_recipe(
     era = release["era"]
     facts = table["eras"][era]
     compiler = release["compiler"]
-    if variant.cuda is not None and not facts["cuda"]:
-        raise UsageError(cuda_refusal(variant) or "")
+    if (refusal := cuda_refusal(variant)) is not None:
+        raise UsageError(refusal)
     notes: list[str] = []
     if release.get("verify"):
         notes.append(

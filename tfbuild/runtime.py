@@ -110,7 +110,8 @@ def interpreter_for(artifact: Artifact) -> str:
 
 
 class LocalVenv(RuntimeEnv):
-    """A virtual environment per (Python, wheel sha256, constraints, index settings), cached."""
+    """A virtual environment per (Python, wheel sha256, constraints, extras, index settings),
+    cached."""
 
     kind = "local"
 
@@ -132,6 +133,8 @@ class LocalVenv(RuntimeEnv):
             "constraints": sorted(artifact.constraints),
             "index": pip.index_options(settings),
         }
+        if artifact.extras:
+            identity["extras"] = sorted(artifact.extras)
         self.key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:24]
         self.path = cache_dir / "venvs" / self.key
         self.interpreter = self.path / "bin" / "python"

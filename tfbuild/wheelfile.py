@@ -12,12 +12,15 @@ import csv
 import hashlib
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
+
+from tfbuild.errors import BadWheel
 
 MANIFEST_NAME = "tfbuild-manifest.json"
 
@@ -138,10 +141,6 @@ def top_level(wheel: Path) -> list[str]:
 
 def check_wheel(wheel: Path) -> None:
     """Refuse, with what is wrong, a file that is not a readable wheel (name, archive, metadata)."""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
-    from tfbuild.errors import BadWheel
-
     try:
         parse_wheel_filename(wheel.name)
     except InvalidWheelFilename as exc:
@@ -158,9 +157,15 @@ def check_wheel(wheel: Path) -> None:
 
 
 def cpython_versions(wheel_name: str) -> list[str]:
-    """The CPython X.Y versions a wheel's tags are for (cp312 -> 3.12), in tag order; empty for a
+    """The CPython X.Y versions a wheel's tags are for (cp312 -> 3.12), oldest first; empty for a
     wheel any Python 3 can install (py3 tags, or the stable ABI)."""
     _, _, _, tags = parse_wheel_filename(wheel_name)
     if any(not t.interpreter.startswith("cp") or t.abi == "abi3" for t in tags):
         return []
-    return sorted({f"{t.interpreter[2]}.{t.interpreter[3:]}" for t in tags})
+    minors: set[int] = set()
+    for tag in tags:
+        found = re.fullmatch(r"cp3(\d+)", tag.interpreter)
+        if found is None:
+            raise BadWheel(f"{wheel_name}: {tag.interpreter!r} is not a CPython 3 tag (cp3XY)")
+        minors.add(int(found.group(1)))
+    return [f"3.{minor}" for minor in sorted(minors)]

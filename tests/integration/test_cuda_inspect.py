@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_tfbuild
 
-from tfbuild import audit, cuobjdump, pip
+from tfbuild import cuobjdump, pip
+from tfbuild.matrix import INHERIT_PIP
 
 pytestmark = [pytest.mark.slow]
 
@@ -41,7 +42,7 @@ def test_the_on_demand_install_lands_in_the_cache_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
-    tool = cuobjdump.DeviceCode(cache, audit.INHERIT_PIP).tool
+    tool = cuobjdump.DeviceCode(cache, INHERIT_PIP).tool
     assert isinstance(tool, cuobjdump.Cuobjdump), tool
     folder = cache / "tools" / f"cuobjdump-{tool.version}"
     assert tool.path == folder / "bin" / "cuobjdump"
@@ -57,7 +58,7 @@ def test_the_on_demand_install_lands_in_the_cache_given(
         raise AssertionError("the package index was asked again")
 
     monkeypatch.setattr(pip, "resolve", no_index)
-    again = cuobjdump.DeviceCode(cache, audit.INHERIT_PIP).tool
+    again = cuobjdump.DeviceCode(cache, INHERIT_PIP).tool
     assert again == tool
 
 

@@ -7,16 +7,19 @@ import base64
 import hashlib
 import http.server
 import io
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cext import pure_wheel, tagged_wheel
+from conftest import run_tfbuild
 
 from tfbuild import engine
 from tfbuild.errors import InstallError
 from tfbuild.fetch import Artifact
+from tfbuild.host import RUNNING_PYTHON, find_python
 from tfbuild.matrix import PipSettings
 from tfbuild.render import template_dirs
 
@@ -184,31 +187,39 @@ def test_a_cuda_build_asks_the_engine_for_every_gpu(base_image: str, tmp_path: P
         created.start()
 
 
-def test_run_does_not_build_what_its_runtime_image_cannot_run(
+def test_the_plan_asks_the_runtime_image_for_the_variants_python(
     base_image: str, tmp_path: Path
 ) -> None:
-    """`tfbuild run` asks the runtime image which Pythons it has before building: a source
-    variant for Python 3.12 would run in a container of the bookworm image (Python 3.11 only),
-    so it is neither built nor benchmarked; a 3.11 one, or one on a local runtime, goes on."""
-    from tfbuild.matrix import load_matrix
-    from tfbuild.pipeline import container_python_refusal
-
+    """`tfbuild matrix` (and `run`, before building) asks the runtime image which Pythons it
+    has: a source variant for Python 3.12 would run in a container of the bookworm image
+    (Python 3.11, no python3.12 in its apt sources), so the plan says it cannot run here; a 3.11
+    one can. A variant on a local runtime is judged by this machine's interpreters instead."""
     assert engine.image_pythons(base_image, "3.12") == (("3.11",), False)
     (tmp_path / "m.yaml").write_text(
+        f"defaults: {{base_images: {{runtime: {base_image}}}}}\n"
         "variants:\n"
         "  - {name: py312, source: bazel, tensorflow: 2.21.0, python: '3.12'}\n"
         "  - {name: py311, source: bazel, tensorflow: 2.21.0, python: '3.11'}\n"
         "  - {name: local312, source: bazel, tensorflow: 2.21.0, python: '3.12', runtime: local}\n"
     )
-    matrix = load_matrix(tmp_path / "m.yaml")
-    refusal = container_python_refusal(matrix.variant("py312"), "auto", base_image)
-    assert refusal == (
+    proc = run_tfbuild("matrix", "--matrix", str(tmp_path / "m.yaml"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    variants = {v["name"]: v for v in json.loads(proc.stdout)["variants"]}
+    assert variants["py312"]["runs_here"] is False
+    assert (
         f"needs Python 3.12; the runtime image {base_image} has Python 3.11 and its apt sources "
         "have no python3.12; use a base image of a distribution release that has it, or "
         "--runtime local"
-    )
-    assert container_python_refusal(matrix.variant("py311"), "auto", base_image) is None
-    assert container_python_refusal(matrix.variant("local312"), "auto", base_image) is None
+    ) in variants["py312"]["reasons"]
+    assert not any("Python" in r for r in variants["py311"]["reasons"])
+    local = [r for r in variants["local312"]["reasons"] if "Python" in r]
+    if find_python("3.12") is None:
+        assert local == [
+            f"needs Python 3.12; tfbuild runs on Python {RUNNING_PYTHON} and there is no "
+            "python3.12 on PATH or in pyenv for a local runtime"
+        ]
+    else:
+        assert local == []
 
 
 def test_the_runtime_installs_the_wheels_python_from_apt(base_image: str, tmp_path: Path) -> None:
@@ -216,7 +227,7 @@ def test_the_runtime_installs_the_wheels_python_from_apt(base_image: str, tmp_pa
     image with Python 3.11 removed is told apart from one whose sources lack the version, and
     the runtime made from it installs python3.11 and runs the wheel with it."""
     from tfbuild.matrix import load_matrix
-    from tfbuild.pipeline import container_python_refusal
+    from tfbuild.plan import Runtimes
 
     client = engine.client()
     stripped = "tfbuild-test/no-python:bookworm"
@@ -240,7 +251,8 @@ def test_the_runtime_installs_the_wheels_python_from_apt(base_image: str, tmp_pa
             "variants:\n  - {name: v, source: bazel, tensorflow: 2.21.0, python: '3.11'}\n"
         )
         variant = load_matrix(tmp_path / "m.yaml").variant("v")
-        assert container_python_refusal(variant, "docker", stripped) is None
+        in_stripped = Runtimes("docker", True, stripped, engine.image_pythons)
+        assert in_stripped.python_refusal(variant) is None
         path = tagged_wheel(tmp_path, "tfbuild_apt_probe", "cp311-none-any")
         runtime = docker_runtime(path, stripped, tmp_path / "logs")
         assert runtime.prepare() is True and runtime.image is not None

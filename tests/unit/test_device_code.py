@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -254,6 +255,19 @@ def test_without_cuobjdump_or_index_the_report_says_why_then_lists_it_later(
     text = run_tfbuild(*[a for a in args if a != "--json"], env={**UNREACHABLE_INDEX,
                        "PATH": _path_without_cuobjdump()})  # fmt: skip
     assert text.returncode == 0 and "not checked" in text.stdout, text.stderr
+    # The failure is remembered for an hour: the next audits do not run pip (and pay its
+    # retries) again; --refresh does, and so does the first audit after an hour. PIP_LOG makes
+    # pip write a log file when it runs.
+    memo = cache / "tools" / "cuobjdump.failed"
+    assert memo.read_text() == report["cuda"]["note"].removeprefix("not checked: ")
+    for ago, extra, runs_pip in ((300, (), False), (1800, ("--refresh",), True), (7200, (), True)):
+        os.utime(memo, (time.time() - ago, time.time() - ago))
+        log = tmp_path / f"pip-{ago}.log"
+        env = {**UNREACHABLE_INDEX, "PATH": _path_without_cuobjdump(), "PIP_LOG": str(log)}
+        proc = run_tfbuild(*args, *extra, env=env)
+        assert json.loads(proc.stdout)["cuda"]["note"] == report["cuda"]["note"]
+        assert log.exists() is runs_pip, (ago, extra)
+        assert (time.time() - memo.stat().st_mtime < 120) is runs_pip  # failed again just now
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

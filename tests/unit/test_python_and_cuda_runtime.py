@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,9 +16,9 @@ import pytest
 from cext import tagged_wheel
 from conftest import require, run_tfbuild
 
-from tfbuild import host
+from tfbuild import host, pip, wheelfile
 from tfbuild.bench.runner import gpu_fallback
-from tfbuild.errors import InstallError
+from tfbuild.errors import BadWheel, InstallError
 from tfbuild.fetch import Artifact, _artifact
 from tfbuild.matrix import PipSettings, load_matrix
 from tfbuild.render import render_runtime, template_dirs
@@ -33,13 +34,15 @@ def artifact(path: Path, extras: tuple[str, ...] = ()) -> Artifact:
 
 
 def test_plan_refuses_a_python_no_runtime_here_has(tmp_path: Path) -> None:
-    """A source build for Python 3.9 (TensorFlow 2.15 has 3.9 wheels) where no python3.9 runs:
-    "cannot run here" in the plan, before anything is built or fetched. With an interpreter
-    on PATH the same variant runs."""
+    """A source build for Python 3.9 (TensorFlow 2.15 has 3.9 wheels) on a local runtime where
+    no python3.9 runs: "cannot run here" in the plan, before anything is built or fetched. With
+    an interpreter on PATH the same variant runs. (A container runtime asks its image instead:
+    tests/integration/test_runtime_image.py.)"""
     (tmp_path / "matrix.yaml").write_text(
         "variants:\n"
-        "  - {name: py39, source: bazel, tensorflow: 2.15.1, python: '3.9'}\n"
-        f"  - {{name: here, source: bazel, tensorflow: 2.15.1, python: '{host.RUNNING_PYTHON}'}}\n"
+        "  - {name: py39, source: bazel, tensorflow: 2.15.1, python: '3.9', runtime: local}\n"
+        f"  - {{name: here, source: bazel, tensorflow: 2.15.1, python: '{host.RUNNING_PYTHON}', "
+        "runtime: local}\n"
     )
     bare_path = f"{Path(sys.executable).parent}:/usr/bin:/bin"
     proc = run_tfbuild(
@@ -50,7 +53,8 @@ def test_plan_refuses_a_python_no_runtime_here_has(tmp_path: Path) -> None:
     variants = {v["name"]: v for v in json.loads(proc.stdout)["variants"]}
     assert variants["py39"]["runs_here"] is False
     assert any(
-        r.startswith("cannot run here: needs Python 3.9") for r in variants["py39"]["reasons"]
+        r.startswith("needs Python 3.9; tfbuild runs on Python")
+        for r in variants["py39"]["reasons"]
     )
     assert not any("Python" in r for r in variants["here"]["reasons"])
 
@@ -66,7 +70,8 @@ def test_plan_refuses_a_python_no_runtime_here_has(tmp_path: Path) -> None:
     wheels = {v["name"]: v for v in json.loads(proc.stdout)["variants"]}
     assert not any("needs Python" in r for r in wheels["pure"]["reasons"])
     assert any(
-        r.startswith("cannot run here: needs Python 3.99") for r in wheels["later"]["reasons"]
+        r.startswith("needs Python 3.99; tfbuild runs on Python")
+        for r in wheels["later"]["reasons"]
     )
 
     found = host.find_python("3.9")
@@ -159,8 +164,21 @@ def test_a_cuda_build_is_installed_with_its_and_cuda_extra(
         [str(venv.interpreter), "-m", "pip", "list", "--format=json"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    names = {p["name"] for p in json.loads(listed.stdout)}
-    assert {"tfbuild_cuda_probe", "tfbuild_cudalib_probe"} <= {n.replace("-", "_") for n in names}
+    names = {p["name"].replace("-", "_") for p in json.loads(listed.stdout)}
+    assert {"tfbuild_cuda_probe", "tfbuild_cudalib_probe"} <= names
+
+    # The same wheel without the extra is another venv, without the CUDA libraries; a results
+    # file keeps the extra for --resume.
+    cpu = _artifact(matrix.variant("cpu"), main, {"sha256": digest})
+    plain = LocalVenv(cpu, tmp_path / "cache", SETTINGS)
+    assert plain.path != venv.path and plain.prepare() is True
+    listed = subprocess.run(
+        [str(plain.interpreter), "-m", "pip", "list", "--format=json"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    names = {p["name"].replace("-", "_") for p in json.loads(listed.stdout)}
+    assert "tfbuild_cuda_probe" in names and "tfbuild_cudalib_probe" not in names
+    assert Artifact.from_json(json.loads(json.dumps(gpu.to_json())), gpu.manifest) == gpu
 
 
 def test_a_cuda_build_that_sees_no_gpu_is_a_failure() -> None:
@@ -171,3 +189,30 @@ def test_a_cuda_build_that_sees_no_gpu_is_a_failure() -> None:
     no_device = gpu_fallback({"cuda_build": True, "gpus": []})
     assert no_device is not None and "sees no GPU" in no_device
     assert gpu_fallback({"cuda_build": True, "gpus": ["/physical_device:GPU:0"]}) is None
+
+
+def test_a_wheels_pythons_come_from_its_cpython_tags() -> None:
+    """cp39.cp310 means 3.9 or 3.10 (ordered by number, not text); a py3 or abi3 wheel needs no
+    particular Python; an interpreter tag that is not cp3XY is refused by name, since the
+    versions reach the runtime's install script."""
+    assert wheelfile.cpython_versions("x-1.0-cp310.cp39-cp310.cp39-linux_x86_64.whl") == [
+        "3.9",
+        "3.10",
+    ]
+    assert wheelfile.cpython_versions("x-1.0-py3-none-any.whl") == []
+    assert wheelfile.cpython_versions("x-1.0-cp311-abi3-linux_x86_64.whl") == []
+    for tag in ("cp3$(id)", "cp3", "cp2x"):
+        with pytest.raises(BadWheel, match=re.escape(f"{tag!r} is not a CPython 3 tag")):
+            wheelfile.cpython_versions(f"x-1.0-{tag}-none-any.whl")
+
+
+def test_an_unexpected_pip_report_is_an_install_error(tmp_path: Path) -> None:
+    """pip's --report is parsed as pip documents it; a pip that exits 0 with another answer
+    (no wheel for the requirement, or not JSON) is an InstallError naming the requirement,
+    not a traceback."""
+    for answer in ('{"version": "1", "install": []}', "Looking in indexes: ..."):
+        fake = tmp_path / "python"
+        fake.write_text(f"#!/bin/sh\ncat <<'EOF'\n{answer}\nEOF\n")
+        fake.chmod(0o755)
+        with pytest.raises(InstallError, match="resolving nvidia-cuda-cuobjdump: pip's --report"):
+            pip.resolve("nvidia-cuda-cuobjdump", SETTINGS, fake)

@@ -28,6 +28,7 @@ from tfbuild.bench.peak import fp32_peak
 from tfbuild.bench.suite import BENCHMARKS
 from tfbuild.compare import Design
 from tfbuild.errors import (
+    BadWheel,
     EngineUnavailable,
     IncompatibleWheel,
     InstallError,
@@ -318,9 +319,10 @@ def _prepare_variant(
         if not options.force:
             reporter.running(f"auditing {artifact.wheel.name}")
             report = audit.inspect_wheel(artifact.wheel, workspace.cache_dir, pip_settings=settings)
-            audit.refuse_if_incompatible(
-                report, audit.target_for_host(plan.host), f"variant {name!r}"
-            )
+            target = audit.target_for_host(plan.host)
+            if not artifact.wants_gpu:  # runs on the CPU: the host's GPUs do not judge it
+                target = audit.with_gpus(target, ())
+            audit.refuse_if_incompatible(report, target, f"variant {name!r}")
         entry["manifest"] = artifact.manifest
         entry["artifact"] = {**artifact.to_json(), "wheel": portable(artifact.wheel)}
         reporter.note(
@@ -336,8 +338,10 @@ def _prepare_variant(
         entry["runtime"] = runtime.describe()
         took = f"created in {time.monotonic() - started:.0f} s" if created else "cached"
         reporter.note(f"runtime {name}: {kind}, {took}")
-    except (InstallError, NotBuiltError, EngineUnavailable, IncompatibleWheel) as exc:
-        stage = {NotBuiltError: "fetch", IncompatibleWheel: "inspect"}.get(type(exc), "install")
+    except (InstallError, NotBuiltError, EngineUnavailable, IncompatibleWheel, BadWheel) as exc:
+        stage = {NotBuiltError: "fetch", IncompatibleWheel: "inspect", BadWheel: "inspect"}.get(
+            type(exc), "install"
+        )
         _fail_variant(document, name, stage, str(exc))
         reporter.note(f"[red]fail[/] {name}: {str(exc).splitlines()[0]}")
         return None
@@ -831,13 +835,7 @@ def _resume(path: Path, document: dict[str, Any], workspace: Workspace, reporter
                 f"{path}: variant {name!r} was measured with {wheel} "
                 f"(sha256 {recorded['sha256'][:12]}...), which is gone or has changed"
             )
-        artifact = Artifact(
-            recorded["variant_id"],
-            wheel,
-            recorded["sha256"],
-            tuple(recorded["constraints"]),
-            entry.get("manifest") or {},
-        )
+        artifact = Artifact.from_json(recorded, entry.get("manifest") or {})
         runtime = make_runtime(entry["runtime"]["kind"], artifact, made)
         runtime.prepare()
         runtimes[name] = runtime
