@@ -690,7 +690,7 @@ def final_timeline(
         if not taken or taken[-1] != rounds:
             taken.append(rounds)
         return Timeline(tuple(taken), design.horizon, spend_rest=True), at, notes
-    if stop.get("reason") != "resolved":
+    if stop.get("reason") not in ("resolved", "nothing_runs"):
         notes.append(
             "the session has not finished: what it claims so far is what its last look knew"
             if taken

@@ -221,6 +221,21 @@ def test_the_plan_asks_the_runtime_image_for_the_variants_python(
     else:
         assert local == []
 
+    # `tfbuild run` neither builds nor benchmarks it, and records why.
+    results = tmp_path / "results"
+    proc = run_tfbuild(
+        "run", "--matrix", str(tmp_path / "m.yaml"), "--only", "py312",
+        "--store", str(tmp_path / "wheels"), "--results", str(results),
+    )  # fmt: skip
+    assert proc.returncode == 11, proc.stdout + proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "not building py312: it cannot run here (needs Python 3.12; the runtime image" in said
+    assert not (tmp_path / "wheels").exists() or not any((tmp_path / "wheels").iterdir())
+    (session,) = results.glob("*.json")
+    document = json.loads(session.read_text())
+    assert document["variants"]["py312"]["status"] == "failed"
+    assert document["session"]["stop"]["reason"] == "nothing_runs" and document["order"] == []
+
 
 def test_the_runtime_installs_the_wheels_python_from_apt(base_image: str, tmp_path: Path) -> None:
     """A base image without the wheel's Python gets it from its own apt sources: the bookworm

@@ -559,11 +559,14 @@ def run_rounds(
     plan = Schedule.of(document)
     design = plan.design
     done = results.finished_runs(document)
-    reporter.start(
-        _expected_runs(plan, clock()),
-        f"benchmarking {len(plan.active)} configs ({_describe(design)})",
-    )
     stop: dict[str, Any] | None = None
+    if not plan.active:
+        stop = {"reason": "nothing_runs", "round": 0, "message": "no config can run here"}
+    else:
+        reporter.start(
+            _expected_runs(plan, clock()),
+            f"benchmarking {len(plan.active)} configs ({_describe(design)})",
+        )
     looked = {look["round"] for look in document["looks"]}
     last = plan.rounds_started
     if last and last not in looked and _round_done(document, last - 1, done):
