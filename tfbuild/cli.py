@@ -908,9 +908,12 @@ def _require_measurements(document: dict[str, Any], path: Path) -> None:
 
 def _wheel_argument(
     target: str, matrix_path: Path | None, store_path: Path
-) -> tuple[Path, tuple[str, ...]]:
-    """A wheel file, or a variant of the matrix whose wheel is in (or fetched into) the store."""
+) -> tuple[Path, tuple[str, ...], Any]:
+    """A wheel file, or a variant of the matrix whose wheel is in (or fetched into) the store;
+    with its constraints and the package index settings to install it (a wheel file: pip's
+    own)."""
     from tfbuild.fetch import fetch
+    from tfbuild.matrix import INHERIT_PIP
     from tfbuild.store import WheelStore
     from tfbuild.wheelfile import check_wheel, embedded_manifest
 
@@ -920,11 +923,11 @@ def _wheel_argument(
             raise UsageError(f"{target}: no such wheel file")
         check_wheel(path)
         manifest = embedded_manifest(path) or {}
-        return path, tuple(manifest.get("constraints") or ())
+        return path, tuple(manifest.get("constraints") or ()), INHERIT_PIP
     matrix = _load_matrix(matrix_path)
     variant = matrix.variant(target)
     artifact, _ = fetch(variant, WheelStore(store_path), matrix.defaults.pip)
-    return artifact.wheel, variant.constraints
+    return artifact.wheel, variant.constraints, matrix.defaults.pip
 
 
 def _gpus(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[Any]:
@@ -984,13 +987,11 @@ def inspect(
     Exits 6 when the wheel cannot run on the target.
     """
     from tfbuild import audit
-    from tfbuild.matrix import INHERIT_PIP
     from tfbuild.report.terminal import inspect_view
 
     if host_path and cpu_model:
         raise UsageError("--host and --cpu both name the target; give one of them")
-    wheel, _ = _wheel_argument(target, matrix_path, store_path)
-    settings = INHERIT_PIP if target.endswith(".whl") else _load_matrix(matrix_path).defaults.pip
+    wheel, _, settings = _wheel_argument(target, matrix_path, store_path)
     report = audit.inspect_wheel(
         wheel, cache_dir or _default_cache(), refresh, pip_settings=settings
     )
@@ -1058,7 +1059,6 @@ def verify(
     """
     from tfbuild import qemu
     from tfbuild.fetch import Artifact
-    from tfbuild.matrix import INHERIT_PIP
     from tfbuild.pip import sha256_of
     from tfbuild.runtime import LocalVenv, local_env
     from tfbuild.wheelfile import top_level
@@ -1066,9 +1066,7 @@ def verify(
     qemu.binary()
     for model in models:
         qemu.check_model(model)
-    wheel, declared = _wheel_argument(target, matrix_path, store_path)
-    matrix = _load_matrix(matrix_path) if not target.endswith(".whl") else None
-    settings = matrix.defaults.pip if matrix else INHERIT_PIP
+    wheel, declared, settings = _wheel_argument(target, matrix_path, store_path)
     artifact = Artifact(wheel.name, wheel, sha256_of(wheel), (*declared, *constraints), {})
     venv = LocalVenv(artifact, cache_dir or _default_cache(), settings)
     venv.prepare()
