@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -67,6 +69,27 @@ def base_image(docker_engine: None) -> str:
         require(shutil.which("debootstrap") is not None, "debootstrap is not installed")
         subprocess.run([str(REPO / "scripts/make-base-image"), BASE_IMAGE], check=True)
     return BASE_IMAGE
+
+
+def bridge_gateway(image: str) -> str:
+    """The address at which containers on the engine's default bridge network reach the
+    engine's machine: the gateway the engine reports for the network, or, where it leaves it
+    out of IPAM (docker.io 20.10 on Debian 12 reports only the subnet), the default route a
+    container of `image` on that network sees."""
+    from tfbuild import engine
+
+    client = engine.client()
+    for config in client.networks.get("bridge").attrs["IPAM"].get("Config") or []:
+        if config.get("Gateway"):
+            return str(config["Gateway"])
+    table = client.containers.run(
+        image, ["cat", "/proc/net/route"], remove=True, network_mode="bridge"
+    )
+    for line in bytes(table).decode().splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 2 and fields[1] == "00000000":  # the default route
+            return socket.inet_ntoa(struct.pack("<I", int(fields[2], 16)))
+    raise AssertionError(f"no default route in a container on the bridge network:\n{table!r}")
 
 
 @pytest.fixture(scope="session")

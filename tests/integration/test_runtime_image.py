@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cext import pure_wheel, tagged_wheel
-from conftest import run_tfbuild
+from conftest import bridge_gateway, run_tfbuild
 
 from tfbuild import engine
 from tfbuild.errors import InstallError
@@ -83,7 +83,7 @@ def docker_runtime(path: Path, base_image: str, log_dir: Path) -> engine.DockerR
 
 
 @pytest.fixture
-def private_index(tmp_path: Path, docker_engine: None) -> Iterator[tuple[str, list[str]]]:
+def private_index(tmp_path: Path, base_image: str) -> Iterator[tuple[str, list[str]]]:
     """(index URL with credentials as containers reach it, requests that were authorised)."""
     (tmp_path / "index").mkdir()
     dep = pure_wheel(tmp_path / "index", "tfbuild_private_dep", "1.0", [])
@@ -95,7 +95,7 @@ def private_index(tmp_path: Path, docker_engine: None) -> Iterator[tuple[str, li
     server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    bridge = engine.client().networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
+    bridge = bridge_gateway(base_image)
     try:
         yield f"http://{USER}:{TOKEN}@{bridge}:{server.server_port}/simple", Handler.authorised
     finally:
