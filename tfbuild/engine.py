@@ -1,7 +1,8 @@
 """The Docker engine: the only module that talks to it (through the docker SDK).
 
 Whatever DOCKER_HOST points to is used, so a remote engine works the same as the local one.
-Every container tfbuild starts is removed when its work ends, also on errors and Ctrl-C.
+Every container tfbuild starts is removed when its work ends, also on errors and Ctrl-C. The
+rest of tfbuild holds containers as opaque handles and acts on them through these functions.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
-import json
 import os
 import re
 import shutil
@@ -18,22 +18,17 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from tfbuild import pip, wheelfile
-from tfbuild.errors import BuildFailed, EngineUnavailable, InstallError
-from tfbuild.fetch import Artifact
-from tfbuild.host import DEFAULT_DOCKER_HOST, first_line
-from tfbuild.matrix import PipSettings
-from tfbuild.recipes import digest
-from tfbuild.render import render_runtime
-from tfbuild.runtime import BASE_ENV, PAYLOAD, RunOutcome, RuntimeEnv
+from tfbuild.errors import BuildFailed, EngineUnavailable
+from tfbuild.text import first_line
+
+DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 
 BENCH_UID = 10001
-INSTALL_TIMEOUT_S = 1800
 BENCH_USER = f"{BENCH_UID}:{BENCH_UID}"
-INSTALL_DIR = "/tmp/tfbuild-install"
 # How benchmark containers are confined: no network, no capabilities, no privilege gain, a
 # read-only root with a tmpfs /tmp, a bounded number of tasks (TensorFlow's thread pools grow
 # with the CPU count, so the bound is generous).
@@ -205,7 +200,7 @@ def container(image: str, command: Sequence[str], **options: Any) -> Iterator[An
             created.remove(force=True, v=True)  # with its anonymous volumes
 
 
-def _volume(target: str) -> Any:
+def anonymous_volume(target: str) -> Any:
     """An anonymous volume at `target`, removed with its container."""
     from docker.types import Mount
 
@@ -318,7 +313,7 @@ def signal_status(code: int) -> int:
     return -(code - 128) if 128 < code < 160 else code
 
 
-def _tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
+def tar_of(files: Mapping[str, tuple[bytes, int]]) -> bytes:
     """A tar of `files` (name -> (data, owner uid = gid))."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
@@ -327,35 +322,6 @@ def _tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
             info.size, info.mode, info.uid, info.gid = len(data), 0o644, owner, owner
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
-
-
-def _bench_inputs(config: Mapping[str, Any]) -> bytes:
-    """A tar for the container's /io (a volume owned by the benchmark user, the only writable
-    place besides a tmpfs /tmp): the payload and its config."""
-    uid = BENCH_UID
-    return _tar(
-        {
-            "payload.py": (PAYLOAD.read_bytes(), 0),
-            "config.json": (json.dumps(config).encode("utf-8"), uid),
-        }
-    )
-
-
-def _redacted(value: str) -> str:
-    """A URL list without user:password@ parts."""
-    return re.sub(r"//[^/@\s]*@", "//", value)
-
-
-def _pip_conf(env: Mapping[str, str], ca_bundle: bool) -> str:
-    """pip.conf for the install container from PIP_* variables (PIP_INDEX_URL -> index-url)."""
-    lines = ["[global]"]
-    for name, value in sorted(env.items()):
-        if not value.isprintable():
-            raise InstallError(f"pip setting {name} holds control characters: {_redacted(value)!r}")
-        lines.append(f"{name.removeprefix('PIP_').lower().replace('_', '-')} = {value}")
-    if ca_bundle:
-        lines.append(f"cert = {INSTALL_DIR}/ca-bundle.pem")
-    return "\n".join(lines) + "\n"
 
 
 def read_file(created: Any, path: str) -> bytes | None:
@@ -411,175 +377,61 @@ def image_pythons(image: str, wanted: str) -> tuple[tuple[str, ...], bool] | Non
     return tuple(have), "apt" in out.split()
 
 
-def gpu_requests(artifact: Artifact) -> list[Any] | None:
-    """Every GPU of the engine's machine for a CUDA build (docker run --gpus all), none else."""
-    if not artifact.wants_gpu:
-        return None
+@dataclass(frozen=True)
+class DockerInfo:
+    """Whether a Docker engine answers at DOCKER_HOST (part of a host profile)."""
+
+    reachable: bool
+    host: str
+    version: str | None = None
+    api_version: str | None = None
+    error: str | None = None
+
+
+def docker_status(timeout: float = 3.0) -> DockerInfo:
+    """Whether a Docker engine answers at DOCKER_HOST, and its version. Never raises."""
+    host = os.environ.get("DOCKER_HOST", DEFAULT_DOCKER_HOST)
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.from_env(timeout=timeout)
+        try:
+            version = client.version()
+        finally:
+            client.close()
+    except (DockerException, OSError) as exc:
+        return DockerInfo(reachable=False, host=host, error=first_line(exc))
+    return DockerInfo(
+        reachable=True,
+        host=host,
+        version=str(version.get("Version")),
+        api_version=str(version.get("ApiVersion")),
+    )
+
+
+def all_gpus() -> list[Any]:
+    """The device request for every GPU of the engine's machine (docker run --gpus all)."""
     from docker.types import DeviceRequest
 
     return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
 
 
-class DockerRuntime(RuntimeEnv):
-    """An image per wheel (installed at image build); benchmarks run in fresh containers with
-    no network, as a non-root user; the payload is copied in and the result out through the
-    engine's API, so the engine need not share this machine's files."""
+def remove_image(reference: str) -> None:
+    client().images.remove(reference, force=True)
 
-    kind = "docker"
 
-    def __init__(
-        self,
-        artifact: Artifact,
-        *,
-        settings: PipSettings,
-        base_image: str,
-        template_dirs: list[Path],
-        log_dir: Path,
-        cpuset: str | None = None,
-        nano_cpus: int | None = None,
-        memory: str | None = None,
-    ) -> None:
-        super().__init__(artifact)
-        self.settings = settings
-        self.base_image = base_image
-        self.template_dirs = template_dirs
-        self.log_dir = log_dir
-        self.cpuset = cpuset
-        self.nano_cpus = nano_cpus
-        self.memory = memory
-        self.image: str | None = None
+def put_archive(created: Any, path: str, data: bytes | IO[bytes]) -> None:
+    """Copy a tar archive into a (created) container's folder, through the API."""
+    created.put_archive(path, data)
 
-    def _script(self) -> str:
-        return render_runtime(
-            self.template_dirs,
-            {
-                "wheel": self.artifact.wheel.name,
-                "install_target": self.artifact.install_target,
-                "pythons": wheelfile.cpython_versions(self.artifact.wheel.name),
-                "sha256": self.artifact.sha256,
-                "uid": BENCH_UID,
-            },
-        )
 
-    def prepare(self) -> bool:
-        """The runtime image: the base image with the wheel installed in /opt/tf, made by the
-        install script in a container and committed (no Dockerfile: nothing the install needs,
-        credentials included, may stay in a layer or the image's history). Reused only when
-        its wheel-sha256 label is this wheel's."""
-        base = image_info(self.base_image)
-        if base is None:
-            raise InstallError(
-                f"base image {self.base_image} is not on the engine; make it with "
-                "scripts/make-base-image (no registry needed) or docker pull it"
-            )
-        settings = pip.container_pip(self.settings)
-        script = self._script()
-        ca = settings.ca_bundle.read_bytes() if settings.ca_bundle is not None else b""
-        index = {name: _redacted(value) for name, value in settings.env.items()}
-        key = digest(script, base["id"], sorted(self.artifact.constraints), index, ca.hex())[:10]
-        tag = f"tfbuild/runtime:{self.artifact.sha256[:16]}-{key}"
-        self.image = tag
-        existing = image_info(tag)
-        if existing is not None:
-            if existing["labels"].get("org.tfbuild.wheel-sha256") == self.artifact.sha256:
-                return False
-            client().images.remove(tag, force=True)  # not this wheel: never reused
-        # A tar on disk, streamed to the engine: a TensorFlow wheel is hundreds of megabytes.
-        inputs = Context()
-        inputs.add_path(f"tfbuild-install/wheel/{self.artifact.wheel.name}", self.artifact.wheel)
-        inputs.add_text(
-            "tfbuild-install/constraints.txt",
-            "".join(f"{c}\n" for c in self.artifact.constraints),
-        )
-        inputs.add_text("tfbuild-install/pip.conf", _pip_conf(settings.env, bool(ca)))
-        if ca:
-            inputs.add_bytes("tfbuild-install/ca-bundle.pem", ca)
-        log_path = self.log_dir / f"runtime-{self.artifact.sha256[:16]}-{key}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        lines: list[str] = []
-        with log_path.open("w", encoding="utf-8") as fh:
+def commit(created: Any, tag: str, message: str, changes: Sequence[str]) -> None:
+    """Make an image of a (stopped) container."""
+    repository, _, version = tag.partition(":")
+    created.commit(repository=repository, tag=version, message=message, changes=list(changes))
 
-            def log(line: str) -> None:
-                fh.write(line + "\n")
-                lines.append(line)
 
-            labels = {
-                "org.tfbuild": "runtime",
-                "org.tfbuild.wheel": self.artifact.wheel.name,
-                "org.tfbuild.wheel-sha256": self.artifact.sha256,
-            }
-            with (
-                container(self.base_image, ["/bin/bash", "-c", script], labels=labels) as made,
-                contextlib.closing(inputs),
-            ):
-                made.put_archive("/tmp", inputs.finish())
-                code, timed_out = run_to_end(made, log, INSTALL_TIMEOUT_S)
-                if code != 0 or timed_out:
-                    tail = "\n".join(lines[-25:])
-                    why = f"timed out after {INSTALL_TIMEOUT_S} s" if timed_out else f"exit {code}"
-                    raise InstallError(
-                        f"installing {self.artifact.wheel.name} into {self.base_image} failed "
-                        f"({why}):\n{tail}\nfull log: {log_path}"
-                    )
-                repository, _, version = tag.partition(":")
-                made.commit(
-                    repository=repository,
-                    tag=version,
-                    message=f"tfbuild runtime for {self.artifact.wheel.name}",
-                    changes=[
-                        f"USER {BENCH_USER}",
-                        "WORKDIR /home/bench",
-                        'CMD ["/opt/tf/bin/python"]',
-                    ],
-                )
-        return True
-
-    def run(
-        self,
-        config: Mapping[str, Any],
-        env: Mapping[str, str],
-        cpus: Sequence[int] | None,
-        timeout: float,
-    ) -> RunOutcome:
-        if self.image is None:
-            raise InstallError("the runtime image is not prepared")
-        # Nothing is bind-mounted: the engine may be another machine (DOCKER_HOST), so the
-        # payload and its config are copied in through the API and the result copied out.
-        inputs = _bench_inputs({**config, "cpus": list(cpus) if cpus else None})
-        cpuset = ",".join(map(str, cpus)) if cpus else self.cpuset
-        started = time.perf_counter()
-        with container(
-            self.image,
-            ["/opt/tf/bin/python", "/io/payload.py", "/io/config.json", "/io/result.json"],
-            environment={**BASE_ENV, "HOME": "/tmp", **env},
-            mounts=[_volume("/io")],
-            cpuset_cpus=cpuset,
-            nano_cpus=self.nano_cpus,
-            mem_limit=self.memory,
-            labels={"org.tfbuild": "bench"},
-            device_requests=gpu_requests(self.artifact),
-            **ISOLATION,
-        ) as created:
-            created.put_archive("/io", inputs)
-            code, timed_out = run_to_end(created, None, timeout)
-            stderr = created.logs(stdout=False, stderr=True).decode("utf-8", "replace")
-            wall = time.perf_counter() - started
-            result = None
-            with contextlib.suppress(ValueError):
-                data = read_file(created, "/io/result.json")
-                result = json.loads(data) if data is not None else None
-        return RunOutcome(signal_status(code), result, stderr, wall, timed_out)
-
-    def describe(self) -> dict[str, Any]:
-        info = image_info(self.image) if self.image else None
-        return {
-            "kind": self.kind,
-            "image": self.image,
-            "image_id": info["id"] if info else None,
-            "base_image": self.base_image,
-            "wheel": self.artifact.wheel.name,
-            "sha256": self.artifact.sha256,
-            "network": ISOLATION["network_mode"],
-            "user": ISOLATION["user"],
-            "cpuset": self.cpuset,
-        }
+def output_of(created: Any, *, stdout: bool = True, stderr: bool = True) -> str:
+    """What a container has printed so far."""
+    return bytes(created.logs(stdout=stdout, stderr=stderr)).decode("utf-8", "replace")

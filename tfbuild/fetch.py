@@ -6,62 +6,16 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from packaging.requirements import Requirement
 
 from tfbuild import __version__, pip
+from tfbuild.config.model import PipSettings, Variant
 from tfbuild.errors import InstallError, NotBuiltError
-from tfbuild.matrix import PipSettings, Variant
-from tfbuild.store import WheelStore
-
-
-@dataclass(frozen=True)
-class Artifact:
-    """A wheel ready to install into a runtime, with what it takes to install it."""
-
-    variant_id: str
-    wheel: Path
-    sha256: str
-    constraints: tuple[str, ...]
-    manifest: dict[str, Any]
-    extras: tuple[str, ...] = ()
-    """Extras installed with the wheel: and-cuda for a CUDA source build, whose wheel carries no
-    CUDA libraries (built with --config=cuda_wheel, as TensorFlow's own wheels are)."""
-
-    @property
-    def wants_gpu(self) -> bool:
-        return "and-cuda" in self.extras
-
-    @property
-    def install_target(self) -> str:
-        """The wheel file name as pip takes it, with its extras."""
-        return self.wheel.name + (f"[{','.join(self.extras)}]" if self.extras else "")
-
-    @classmethod
-    def from_json(cls, recorded: Mapping[str, Any], manifest: dict[str, Any]) -> Artifact:
-        """The artifact a results file recorded (to_json), with the wheel at its recorded path."""
-        return cls(
-            recorded["variant_id"],
-            Path(recorded["wheel"]),
-            recorded["sha256"],
-            tuple(recorded["constraints"]),
-            manifest,
-            tuple(recorded.get("extras", ())),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "variant_id": self.variant_id,
-            "wheel": str(self.wheel),
-            "sha256": self.sha256,
-            "constraints": list(self.constraints),
-            "extras": list(self.extras),
-        }
-
+from tfbuild.files import sha256_of
+from tfbuild.store import Artifact, WheelStore
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -85,7 +39,7 @@ def _stored(store: WheelStore, variant: Variant) -> tuple[Path, dict[str, Any]] 
     if manifest is None or "wheel" not in manifest:
         return None
     wheel = store.folder(variant.id) / manifest["wheel"]
-    if not wheel.is_file() or pip.sha256_of(wheel) != manifest.get("sha256"):
+    if not wheel.is_file() or sha256_of(wheel) != manifest.get("sha256"):
         return None
     return wheel, manifest
 
@@ -139,7 +93,7 @@ def _from_index(
         "name": resolved.name,
         "version": resolved.version,
         "wheel": wheel.name,
-        "sha256": pip.sha256_of(wheel),
+        "sha256": sha256_of(wheel),
         "index_url": resolved.url,
         "tags": pip.wheel_tags(wheel.name),
         "python": PYTHON,
@@ -154,7 +108,7 @@ def _local_wheel(variant: Variant, store: WheelStore) -> Artifact:
     assert variant.path is not None
     if not variant.path.is_file():
         raise InstallError(f"variant {variant.name!r}: wheel file not found: {variant.path}")
-    digest = pip.sha256_of(variant.path)
+    digest = sha256_of(variant.path)
     if variant.sha256 is not None and digest != variant.sha256:
         where = f" ({variant.where})" if variant.where else ""
         raise InstallError(

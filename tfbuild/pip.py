@@ -7,7 +7,6 @@ PIP_* variables) applies unless matrix.yaml sets index settings of its own.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -20,8 +19,9 @@ from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
 
+from tfbuild.config.model import PipSettings
 from tfbuild.errors import InstallError
-from tfbuild.matrix import PipSettings
+from tfbuild.files import sha256_of
 
 LOG_TAIL_LINES = 25
 
@@ -34,14 +34,6 @@ class Resolved:
     version: str
     url: str
     sha256: str | None
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def wheel_tags(filename: str) -> list[str]:

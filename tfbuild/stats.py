@@ -186,6 +186,15 @@ class Location:
         return min(1.0, 2.0 * t_sf(abs(self.estimate - null) / self.se, self.df))
 
 
+def sample_sd(values: Sequence[float]) -> float:
+    """The sample standard deviation in floating point (compensated sums): within an ulp or
+    two of statistics.stdev, which computes it in exact fractions at thirty times the cost,
+    on the hot path of every look and report."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    return math.sqrt(math.fsum((x - mean) ** 2 for x in values) / (n - 1))
+
+
 def _winsor_factor(gamma: float) -> float:
     """Variance of a standard normal winsorized at its gamma and 1 - gamma quantiles."""
     if gamma <= 0.0:
@@ -210,7 +219,7 @@ def trimmed(values: Sequence[float], trim: float = TRIM) -> Location:
     if h < 2:
         return Location(n, estimate, math.inf, 0, math.nan)
     winsorized = [xs[g]] * g + kept + [xs[n - g - 1]] * g
-    sw = statistics.stdev(winsorized)
+    sw = sample_sd(winsorized)
     se = sw * math.sqrt(n) / h if n > 1 else math.inf
     return Location(n, estimate, se, h - 1, sw / math.sqrt(_winsor_factor(g / n)))
 

@@ -7,3 +7,9 @@ def printable(value: object) -> str:
     """`value` with control characters shown escaped (a newline would end the comment or the
     line it is written in, and start another)."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message, first line only, for a one-line error."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import TOY, run_tfbuild
+from support.cli import run_tfbuild
+from support.env import TOY
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -14,8 +14,9 @@ from typing import Any
 
 import jsonschema
 import pytest
-from cext import build_wheel, init_disassembly, instruction_this_cpu_lacks
-from conftest import containers, inspected, run_tfbuild
+from support.cext import build_wheel, init_disassembly, instruction_this_cpu_lacks
+from support.cli import run_tfbuild
+from support.docker import containers, inspected
 
 from tfbuild.resources import data_path
 from tfbuild.stats import look_schedule

@@ -20,13 +20,20 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, TOY, containers, run_tfbuild, toy_build, toy_build_args
+from support.cli import run_tfbuild, toy_build, toy_build_args
+from support.docker import containers
+from support.env import FIXTURES, TOY
 
-from tfbuild import engine, host, pip, wheelfile
-from tfbuild.build import BuildOptions, prepare
-from tfbuild.fetch import Artifact
-from tfbuild.matrix import PipSettings, load_matrix
-from tfbuild.render import PREFLIGHT, template_dirs
+from tfbuild import engine, wheelfile
+from tfbuild.build.render import PREFLIGHT, template_dirs
+from tfbuild.build.stage import BuildOptions, prepare
+from tfbuild.config.load import load_matrix
+from tfbuild.config.model import PipSettings
+from tfbuild.files import sha256_of
+from tfbuild.machine.detect import detect
+from tfbuild.plan.make import make_plan
+from tfbuild.runtime.container import DockerRuntime
+from tfbuild.store import Artifact
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -50,7 +57,7 @@ def test_build_exports_labelled_wheel_with_manifests(
     wheel, manifest = stored(toy_store, variant)
     assert wheel.name == f"tfbuild_probe-1.0.0+{label}-cp311-cp311-linux_x86_64.whl"
     assert manifest["version"] == f"1.0.0+{label}"
-    assert manifest["sha256"] == pip.sha256_of(wheel)
+    assert manifest["sha256"] == sha256_of(wheel)
     made = manifest["copts"]  # the variant's, then the era's warning copts if any
     assert isinstance(made, list) and made[: len(copts)] == copts
     command = str(manifest["bazel_command"])
@@ -152,12 +159,12 @@ def test_interrupted_build_leaves_nothing_half_done(toy_store: Path) -> None:
     assert not list(folder.glob(".build-*"))
     # the previous complete wheel and its manifest are untouched
     assert stored(toy_store, "avx512") == (wheel, manifest)
-    assert pip.sha256_of(wheel) == manifest["sha256"]
+    assert sha256_of(wheel) == manifest["sha256"]
 
 
 def test_runtime_container_runs_wheel_without_network(toy_store: Path) -> None:
     wheel, manifest = stored(toy_store, "avx2-fma")
-    runtime = engine.DockerRuntime(
+    runtime = DockerRuntime(
         Artifact("toy", wheel, str(manifest["sha256"]), (), manifest),
         settings=PipSettings("inherit", "inherit", "inherit", ()),
         base_image="tfbuild/base:bookworm",
@@ -194,9 +201,8 @@ def test_runtime_container_runs_wheel_without_network(toy_store: Path) -> None:
 def test_tensorflow_toolchain_stage_builds_for_real(base_image: str, tmp_path: Path) -> None:
     """The TF 2.15 recipe up to its toolchain stage: clang-16, Python, bazelisk as `bazel`."""
     matrix = load_matrix(FIXTURES / "render" / "matrix.yaml")
-    _, rendered, settings = prepare(
-        matrix.variant("cpu-2.15"), matrix, host.detect(), BuildOptions()
-    )
+    plan = make_plan(matrix, detect(), only=["cpu-2.15"])
+    _, rendered, settings = prepare(plan.planned("cpu-2.15"), plan, BuildOptions())
     context = engine.Context()
     context.add_text("Dockerfile", rendered.dockerfile)
     context.add_text("tfbuild-build", rendered.build_script, mode=0o755)

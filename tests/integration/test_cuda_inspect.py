@@ -13,10 +13,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_tfbuild
+from support.cli import run_tfbuild
+from support.env import REPO
 
-from tfbuild import cuobjdump, pip
-from tfbuild.matrix import INHERIT_PIP
+from tfbuild import pip
+from tfbuild.audit import cuobjdump
+from tfbuild.config.model import INHERIT_PIP
 
 pytestmark = [pytest.mark.slow]
 

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.env import REPO
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

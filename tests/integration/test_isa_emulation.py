@@ -8,8 +8,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from cext import build_wheel
-from conftest import require, run_tfbuild, toy_wheel
+from support.cext import build_wheel
+from support.cli import run_tfbuild, toy_wheel
+from support.env import require
 
 pytestmark = [pytest.mark.slow]
 
@@ -57,16 +58,17 @@ def test_toy_wheels_audit_and_emulation_agree(
 
 
 @pytest.mark.tf
-def test_stock_tensorflow_baseline_is_avx(qemu: None, tmp_path: Path) -> None:
+def test_stock_tensorflow_baseline_is_avx(qemu: None, tf_workspace: Path, tmp_path: Path) -> None:
     """Stock tensorflow-cpu 2.21 carries AVX2 and AVX-512 kernels behind run-time dispatch, but
-    needs only AVX: it runs on SandyBridge and dies with SIGILL on Nehalem."""
+    needs only AVX: it runs on SandyBridge and dies with SIGILL on Nehalem. (The wheel store and
+    the audit cache are those every test that installs TensorFlow shares.)"""
     (tmp_path / "matrix.yaml").write_text(
         "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
     )
-    store, cache = tmp_path / "wheels", tmp_path / "cache"
+    store, cache = tf_workspace / "wheels", tf_workspace / "cache"
     fetched = run_tfbuild("fetch", "--matrix", str(tmp_path / "matrix.yaml"), "--store", str(store))
     assert fetched.returncode == 0, fetched.stderr
-    wheel = next(store.glob("*/*.whl"))
+    wheel = next((store / "tf2.21-py3.11-stock").glob("*.whl"))
     code, report = inspect(wheel, cache, "--cpu", "SandyBridge-v1")
     baseline = report["baseline"]
     assert isinstance(baseline, dict) and baseline["flags"] == ["avx"]

@@ -17,14 +17,18 @@ import shlex
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import FIXTURES, REPO, run_tfbuild
-from ghactions import Replay
-from synthetic import session, write
+from support.cli import run_tfbuild
+from support.env import FIXTURES, REPO
+from support.ghactions import Replay
+from support.synthetic import session, write
+
+from tfbuild.results.model import Results, RunFailure
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -103,19 +107,24 @@ def workflow(repository: Path) -> dict[str, Any]:
     return document
 
 
-def tonight(effects: dict[str, Any], seed: int, crash: str | None = None) -> dict[str, Any]:
+def tonight(effects: dict[str, Any], seed: int, crash: str | None = None) -> dict[str, Results]:
     """The results each runner's bench job writes: runner-a's and runner-b's classes."""
     docs = {}
     for i, (runner, cpuinfo) in enumerate(RUNNERS.items()):
         doc = session(effects.get(runner, {"tuned:default": 1.1}), seed=seed + i,
                       cpuinfo=cpuinfo, session_id=f"night-{seed}-{runner}")  # fmt: skip
         if crash and runner == "runner-a":
-            for run in doc["runs"]:
-                if run["config"] == crash:
-                    run["status"], run["benchmarks"] = "failed", {}
-                    run["failure"] = {"kind": "sigill", "signal": 4,
-                                      "reason": "this build uses CPU instructions this machine "
-                                      "lacks (killed by SIGILL, signal 4)"}  # fmt: skip
+            reason = (
+                "this build uses CPU instructions this machine lacks (killed by SIGILL, signal 4)"
+            )
+            sigill = RunFailure(kind="sigill", signal=4, reason=reason)
+            runs = tuple(
+                replace(run, status="failed", benchmarks={}, failure=sigill)
+                if run.config == crash
+                else run
+                for run in doc.runs
+            )
+            doc = replace(doc, runs=runs)
         docs[runner] = doc
     return docs
 
@@ -143,7 +152,7 @@ class Night:
             env=env,
         )
 
-    def results(self, docs: dict[str, Any]) -> None:
+    def results(self, docs: dict[str, Results]) -> None:
         for runner, doc in docs.items():
             write(self.root / "tonight" / f"{runner}.json", doc)
 
@@ -231,7 +240,7 @@ def test_nightly_workflow_replayed(
     kept = sorted(p.name for p in (first.root / "caches" / "tfbuild-results-1").iterdir())
     assert kept == ["runner-a.json", "runner-b.json"]
 
-    def second(name: str, docs: dict[str, Any], run_id: int) -> Any:
+    def second(name: str, docs: dict[str, Results], run_id: int) -> Any:
         night = Night(repository, python_bin, tmp_path / name, run_id=run_id)
         shutil.copytree(first.root / "caches", night.root / "caches")
         night.root.joinpath("artifacts").mkdir()

@@ -23,12 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, run_tfbuild
+from support.cli import plans_made, run_tfbuild
+from support.env import FIXTURES
 
-from tfbuild import host, probe
+from tfbuild.config.load import load_matrix
+from tfbuild.engine import DockerInfo, docker_status
 from tfbuild.errors import UsageError
-from tfbuild.matrix import load_matrix
-from tfbuild.plan import make_plan
+from tfbuild.machine import remote
+from tfbuild.machine.detect import detect, profile_from_cpuinfo
+from tfbuild.plan.make import make_plan
 
 TF = "tensorflow-cpu==2.21.0"
 ENGINE_PORT = 2375
@@ -147,6 +150,14 @@ def remote_engine(base_image: str) -> Iterator[tuple[str, Any]]:
         local.close()
 
 
+def in_containers(matrix: Path, workspace: Path, results: Path, seed: int) -> list[str]:
+    """`bench`/`run` arguments for a session in containers, with the shared TensorFlow store
+    and cache (each wheel downloaded and installed once per test session)."""
+    return ["--matrix", str(matrix), "--store", str(workspace / "wheels"),
+            "--cache-dir", str(workspace / "cache"), "--results", str(results),
+            "--runtime", "docker", "--seed", str(seed)]  # fmt: skip
+
+
 class Inspected:
     """Every container tfbuild creates on an engine, inspected as it is created."""
 
@@ -196,15 +207,8 @@ suite: {{benchmarks: [matmul-pinned], rounds: 2}}
     watch = Inspected(remote)
     try:
         proc = run_tfbuild(
-            "bench",
-            "--matrix", str(matrix),
-            "--store", str(tf_workspace / "wheels"),
-            "--cache-dir", str(tf_workspace / "cache"),
-            "--results", str(folder / "results"),
-            "--runtime", "docker",
-            "--seed", "7",
-            env={"DOCKER_HOST": url},
-            timeout=1200,
+            "bench", *in_containers(matrix, tf_workspace, folder / "results", seed=7),
+            env={"DOCKER_HOST": url}, timeout=1200,
         )  # fmt: skip
         time.sleep(1)  # the last create event reaches the watcher
     finally:
@@ -254,12 +258,53 @@ suite: {{benchmarks: [matmul-pinned], rounds: 2}}
 
 
 @pytest.mark.docker
+@pytest.mark.tf
+@pytest.mark.slow
+def test_run_plans_once_for_the_engines_machine(
+    remote_engine: tuple[str, Any], base_image: str, tf_workspace: Path, tmp_path: Path
+) -> None:
+    """`tfbuild run` through a remote engine chooses the engine's machine first and makes one
+    plan for it, a `march: host` source variant included (its -march is the engine machine's);
+    the build of that variant (whose build image the engine lacks) and the benchmarks work from
+    that plan."""
+    url, remote = remote_engine
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        f"""\
+defaults:
+  base_images: {{build: "tfbuild-test/absent:none", runtime: "{base_image}"}}
+variants:
+  - {{name: tf, source: pypi, requirement: "{TF}"}}
+  - {{name: tuned, source: bazel, march: host}}
+suite: {{benchmarks: [matmul-pinned], rounds: 2}}
+"""
+    )
+    proc, plans = plans_made(
+        tmp_path / "plans.jsonl",
+        "run", *in_containers(matrix, tf_workspace, tmp_path / "results", seed=8),
+        env={"DOCKER_HOST": url}, timeout=1200,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    (plan,) = plans
+    assert plan["source"] == "engine" and plan["hostname"] == remote.info()["Name"]
+    assert plan["hostname"] != socket.gethostname()
+    assert plan["variants"]["tuned"]["march"] == plan["march"] is not None
+    assert "base image tfbuild-test/absent:none is not on the engine" in proc.stderr
+    (path,) = (tmp_path / "results").glob("*.json")
+    doc = json.loads(path.read_text())
+    assert doc["host"]["hostname"] == plan["hostname"]
+    (failure,) = doc["failures"]
+    assert failure["variant"] == "tuned" and failure["stage"] == "fetch"
+    assert {r["config"] for r in doc["runs"]} == {"tf:default", "tf:default~aa"}
+
+
+@pytest.mark.docker
 @pytest.mark.slow
 def test_probe_sees_the_benchmark_containers_limits(base_image: str) -> None:
     """A probe with the limits of --container-cpus 1 --memory 1g reports one usable CPU and
     the memory limit; without limits, on this engine, it agrees with this machine."""
-    status = host.docker_status()
-    limited, facts = probe.probe(base_image, status, nano_cpus=1_000_000_000, memory="1g")
+    status = docker_status()
+    limited, facts = remote.probe(base_image, status, nano_cpus=1_000_000_000, memory="1g")
     topology = limited.topology
     assert limited.source == "engine" and limited.source_path == f"probe container on {status.host}"
     assert topology.cgroup is not None and topology.cgroup.quota_cpus == 1.0
@@ -267,17 +312,18 @@ def test_probe_sees_the_benchmark_containers_limits(base_image: str) -> None:
     assert topology.usable_cpus == 1 and limited.thread_count("physical") == 1
     assert limited.memory is not None and limited.memory.cgroup_limit_bytes == 2**30
     assert limited.system is not None and limited.system.glibc
-    here = host.detect()
-    free, facts = probe.probe(base_image, status)
-    assert probe.same_machine(here, free, facts)
+    here = detect()
+    free, facts = remote.probe(base_image, status)
+    assert remote.same_machine(here, free, facts)
     assert free.cpu.flags == here.cpu.flags and free.topology.logical_cpus == facts["NCPU"]
     elsewhere = {**facts, "Name": "another-machine"}
-    assert not probe.same_machine(here, free, elsewhere)
+    assert not remote.same_machine(here, free, elsewhere)
 
 
 def test_plan_for_another_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No engine: a probe that reports another machine re-plans thread counts and the peak's
-    host for it, refuses a session split between machines, and checks --cpus against it."""
+    """No engine: a probe that reports another machine makes it the machine a session plans
+    for (thread counts, the peak's host), a session split between machines is refused, and
+    --cpus is checked against it."""
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(
         """\
@@ -288,31 +334,42 @@ tunings:
   - {name: physical-cores, intra_op: physical, env: {OMP_NUM_THREADS: physical}}
 """
     )
-    here = make_plan(load_matrix(matrix), host.detect())
-    zen4 = host.profile_from_cpuinfo(FIXTURES / "cpuinfo" / "zen4-epyc-9654.cpuinfo")
+    loaded = load_matrix(matrix)
+    here = detect()
+    zen4 = profile_from_cpuinfo(FIXTURES / "cpuinfo" / "zen4-epyc-9654.cpuinfo")
     zen4 = dataclasses.replace(
         zen4, topology=dataclasses.replace(zen4.topology, affinity=(0, 1, 2, 3))
     )
-    monkeypatch.setattr(probe, "probe", lambda *args, **kwargs: (zen4, {"Name": "elsewhere"}))
-    remote = host.DockerInfo(reachable=True, host="tcp://192.0.2.1:2375")
+    monkeypatch.setattr(remote, "probe", lambda *args, **kwargs: (zen4, {"Name": "elsewhere"}))
+    engine_at = DockerInfo(reachable=True, host="tcp://192.0.2.1:2375")
     notes: list[str] = []
 
-    def plan(kinds: dict[str, str], cpus: tuple[int, ...] | None = None) -> Any:
-        return probe.plan_for_engine(here, lambda v: kinds[v.name], remote, cpus=cpus,
+    def machine(kinds: dict[str, str], cpus: tuple[int, ...] | None = None) -> Any:
+        return remote.engine_machine(here, kinds, engine_at, "tfbuild/base:bookworm", cpus=cpus,
                                      nano_cpus=None, memory=None, note=notes.append)  # fmt: skip
 
-    there = plan({"a": "docker", "b": "docker"})
-    assert there.host is zen4 and [c.key for c in there.configs] == [c.key for c in here.configs]
+    planned_here = make_plan(loaded, here)
+    there = make_plan(loaded, machine({"a": "docker", "b": "docker"}))
+    assert there.host is zen4
+    assert [c.key for c in there.configs] == [c.key for c in planned_here.configs]
     (tuning,) = there.tunings
-    assert tuning.intra_op == zen4.thread_count("physical") != here.tunings[0].intra_op
+    assert tuning.intra_op == zen4.thread_count("physical") != planned_here.tunings[0].intra_op
     assert dict(tuning.env) == {"OMP_NUM_THREADS": str(tuning.intra_op)}
     assert "is another machine" in notes[-1]
     with pytest.raises(UsageError, match="variants b would run on this one"):
-        plan({"a": "docker", "b": "local"})
+        machine({"a": "docker", "b": "local"})
     with pytest.raises(UsageError, match=r"--cpus 7: .* may use CPUs \[0, 1, 2, 3\] only"):
-        plan({"a": "docker", "b": "docker"}, cpus=(7,))
-    assert plan({"a": "local", "b": "local"}) is here  # nothing runs on the engine
-    local_socket = host.DockerInfo(reachable=True, host="unix:///var/run/docker.sock")
-    same = probe.plan_for_engine(here, lambda v: "docker", local_socket, cpus=None,
-                                 nano_cpus=None, memory=None, note=notes.append)  # fmt: skip
+        machine({"a": "docker", "b": "docker"}, cpus=(7,))
+    assert machine({"a": "local", "b": "local"}) is here  # nothing runs on the engine
+    local_socket = DockerInfo(reachable=True, host="unix:///var/run/docker.sock")
+    same = remote.engine_machine(
+        here,
+        {"a": "docker"},
+        local_socket,
+        "tfbuild/base:bookworm",
+        cpus=None,
+        nano_cpus=None,
+        memory=None,
+        note=notes.append,
+    )
     assert same is here

@@ -12,15 +12,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, TOY
+from support.env import FIXTURES, TOY
+from support.recipes import recipe_for
 
-from tfbuild import host
-from tfbuild.matrix import load_matrix
-from tfbuild.recipes import make_recipe
+from tfbuild.config.load import load_matrix
+from tfbuild.machine.detect import profile_from_cpuinfo
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-BUILDER = host.profile_from_cpuinfo(FIXTURES / "cpuinfo" / "skylake-sp-xeon-gold-6132.cpuinfo")
+BUILDER = profile_from_cpuinfo(FIXTURES / "cpuinfo" / "skylake-sp-xeon-gold-6132.cpuinfo")
 IMAGE = "tfbuild-test/bazel-bootstrap:toolchain"
 
 WHEEL_TYPE_BZL = """\
@@ -68,7 +68,7 @@ def recipe_repo_env(tmp_path: Path) -> list[str]:
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text("variants:\n  - {name: plain-2.21, source: bazel, tensorflow: 2.21.0}\n")
     loaded = load_matrix(matrix)
-    recipe = make_recipe(loaded.variant("plain-2.21"), loaded.defaults, BUILDER)
+    recipe = recipe_for(loaded, "plain-2.21", BUILDER)
     return [arg for arg in recipe.bazel_args if arg.startswith("--repo_env=")]
 
 

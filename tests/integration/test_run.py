@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, run_tfbuild, toy_wheel
 from packaging.version import Version
+from support.cli import plans_made, run_tfbuild, toy_wheel
+from support.env import REPO
 
-from tfbuild import pip as tfpip
+from tfbuild.files import sha256_of
 
 WORKFLOW = REPO / ".github" / "workflows" / "tfbuild-nightly.yml"
 
@@ -22,9 +23,10 @@ WORKFLOW = REPO / ".github" / "workflows" / "tfbuild-nightly.yml"
 @pytest.mark.slow
 def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) -> None:
     """The default matrix, restricted to stock TF latest and 2.14 with two tunings, on local
-    venvs, with the quick preset on a shorter budget: the whole loop writes the report and
-    prints the ranking."""
-    proc = run_tfbuild(
+    venvs, with the quick preset on a shorter budget: the whole loop plans once, writes the
+    report and prints the ranking."""
+    proc, plans = plans_made(
+        tmp_path / "plans.jsonl",
         "run",
         "--quick",
         "--budget",
@@ -45,6 +47,7 @@ def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) 
         timeout=3600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
+    assert len(plans) == 1 and plans[0]["source"] == "live", plans  # one plan, for this machine
     (results,) = (tmp_path / "results").glob("*.json")
     report = results.with_suffix(".html")
     assert report.exists() and report.read_text().count("data:image/png;base64,") == 2
@@ -101,7 +104,7 @@ def test_pip_installs_from_the_generated_index(toy_store: Path, tmp_path: Path) 
     assert install.returncode == 0, install.stderr
     (item,) = json.loads(report.read_text())["install"]
     wheel = toy_wheel(toy_store, "avx2-fma")
-    assert item["download_info"]["archive_info"]["hashes"]["sha256"] == tfpip.sha256_of(wheel)
+    assert item["download_info"]["archive_info"]["hashes"]["sha256"] == sha256_of(wheel)
     assert item["metadata"]["version"] == "1.0.0+avx2.fma"
     version = subprocess.run(
         [

@@ -13,15 +13,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cext import pure_wheel, tagged_wheel
-from conftest import bridge_gateway, run_tfbuild
+from support.cext import pure_wheel, tagged_wheel
+from support.cli import run_tfbuild
+from support.docker import bridge_gateway
 
 from tfbuild import engine
+from tfbuild.build.render import template_dirs
+from tfbuild.config.model import PipSettings
 from tfbuild.errors import InstallError
-from tfbuild.fetch import Artifact
-from tfbuild.host import RUNNING_PYTHON, find_python
-from tfbuild.matrix import PipSettings
-from tfbuild.render import template_dirs
+from tfbuild.machine.pythons import RUNNING_PYTHON, find_python
+from tfbuild.runtime.container import DockerRuntime, gpu_requests
+from tfbuild.store import Artifact
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -70,10 +72,10 @@ def in_image(image: str, code: str) -> str:
     return bytes(out).decode().strip()
 
 
-def docker_runtime(path: Path, base_image: str, log_dir: Path) -> engine.DockerRuntime:
+def docker_runtime(path: Path, base_image: str, log_dir: Path) -> DockerRuntime:
     """The Docker runtime of a local wheel, with this machine's index settings."""
     sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-    return engine.DockerRuntime(
+    return DockerRuntime(
         Artifact(path.stem, path, sha256, (), {}),
         settings=PipSettings("inherit", "inherit", "inherit", ()),
         base_image=base_image,
@@ -109,7 +111,7 @@ def test_index_credentials_never_reach_the_runtime_image(
     host = url.split("@")[1].split("/")[0]
     wheel = pure_wheel(tmp_path, "tfbuild_needs_private", "1.0", ["tfbuild-private-dep"])
     sha256 = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    runtime = engine.DockerRuntime(
+    runtime = DockerRuntime(
         Artifact("private", wheel, sha256, (), {}),
         settings=PipSettings(url, (), "none", (host,)),
         base_image=base_image,
@@ -176,10 +178,10 @@ def test_a_cuda_build_asks_the_engine_for_every_gpu(base_image: str, tmp_path: P
     probe = pure_wheel(tmp_path, "tfbuild_gpu_probe", "1.0", [])
     digest = hashlib.sha256(probe.read_bytes()).hexdigest()
     gpu = Artifact("gpu", probe, digest, (), {}, ("and-cuda",))
-    assert engine.gpu_requests(Artifact("cpu", probe, digest, (), {})) is None
+    assert gpu_requests(Artifact("cpu", probe, digest, (), {})) is None
     import docker.errors
 
-    requests = engine.gpu_requests(gpu)
+    requests = gpu_requests(gpu)
     with (
         engine.container(base_image, ["true"], device_requests=requests) as created,
         pytest.raises(docker.errors.APIError, match="could not select device driver"),
@@ -241,8 +243,8 @@ def test_the_runtime_installs_the_wheels_python_from_apt(base_image: str, tmp_pa
     """A base image without the wheel's Python gets it from its own apt sources: the bookworm
     image with Python 3.11 removed is told apart from one whose sources lack the version, and
     the runtime made from it installs python3.11 and runs the wheel with it."""
-    from tfbuild.matrix import load_matrix
-    from tfbuild.plan import Runtimes
+    from tfbuild.config.load import load_matrix
+    from tfbuild.plan.runtimes import Runtimes
 
     client = engine.client()
     stripped = "tfbuild-test/no-python:bookworm"

@@ -19,20 +19,23 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import FIXTURES, REPO, run_tfbuild
 from dockerfile_parse import DockerfileParser
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import run_tfbuild
+from support.env import FIXTURES, REPO
+from support.recipes import recipe_for
 
-from tfbuild import engine, host
-from tfbuild.compare import analyse_host, load_sessions
+from tfbuild.analysis.report import analyse_host
+from tfbuild.analysis.sessions import load_sessions
+from tfbuild.build.render import render, template_dirs
+from tfbuild.config.load import parse_matrix
 from tfbuild.errors import InstallError, MatrixError
-from tfbuild.matrix import parse_matrix
-from tfbuild.recipes import make_recipe
-from tfbuild.render import render, template_dirs
+from tfbuild.machine.detect import profile_from_cpuinfo
 from tfbuild.report.comparison import choice_lines
+from tfbuild.runtime.container import _pip_conf
 
-BUILDER = host.profile_from_cpuinfo(FIXTURES / "cpuinfo" / "skylake-sp-xeon-gold-6132.cpuinfo")
+BUILDER = profile_from_cpuinfo(FIXTURES / "cpuinfo" / "skylake-sp-xeon-gold-6132.cpuinfo")
 NASTY = st.sampled_from([*" \n\r\t'\"$`\\;|&<>(){}[]#=,*?~!%^:@/.-_", "$(id)", "${X}", "é"])
 RAW = st.lists(NASTY | st.characters(), min_size=1, max_size=24).map("".join)
 # Most raw strings are refused outright; a valid-looking head gets the rest past the first
@@ -110,8 +113,7 @@ def commands(script: str) -> list[str]:
 
 
 def rendered(matrix: Any) -> tuple[str, str, list[str]]:
-    variant = matrix.variants[0]
-    recipe = make_recipe(variant, matrix.defaults, BUILDER, ca_bundle=False)
+    recipe = recipe_for(matrix, matrix.variants[0].name, BUILDER, ca_bundle=False)
     files = render(recipe, template_dirs(None))
     return files.dockerfile, files.build_script, recipe.bazel_command
 
@@ -194,9 +196,9 @@ def test_index_settings_never_reach_the_install_script(url: str) -> None:
     env = {"PIP_INDEX_URL": url}
     if not url.isprintable():
         with pytest.raises(InstallError, match="holds control characters"):
-            engine._pip_conf(env, ca_bundle=False)
+            _pip_conf(env, ca_bundle=False)
         return
-    conf = engine._pip_conf(env, ca_bundle=False)
+    conf = _pip_conf(env, ca_bundle=False)
     assert conf.splitlines() == ["[global]", f"index-url = {url}"]
 
 

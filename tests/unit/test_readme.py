@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from conftest import REPO
+from support.env import REPO
 
 
 def test_readme_blocks_match_their_commands() -> None:
@@ -49,7 +49,7 @@ def test_readme_states_the_suite_and_design_the_code_has() -> None:
     """The numbers the README gives for the suite's work and the default design are the ones
     in payload.py and the packaged matrix.yaml."""
     from tfbuild.bench.payload import ITERATIONS, SAMPLES, WARMUP_STEPS
-    from tfbuild.matrix import load_matrix
+    from tfbuild.config.load import load_matrix
     from tfbuild.resources import default_matrix_path
 
     text = " ".join((REPO / "README.md").read_text().split())
@@ -98,3 +98,11 @@ def test_readme_era_table_is_tensorflow_yaml() -> None:
         bazels = list(dict.fromkeys(table["releases"][m]["bazel"] for m in minors))
         assert cells[2] == " / ".join(bazels), era
         assert cells[4].startswith("refused") == (not table["eras"][era]["cuda"]), era
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (REPO / "README.md").read_text()
+    quickstart = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    blocks = [b.split("```", 1)[0].strip() for b in quickstart.split("```bash\n")[1:]]
+    assert len(blocks) == 2 and all("\n" not in b for b in blocks), "two one-line commands"
+    assert blocks[1] in (REPO / ".ci/run").read_text().splitlines()

@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import math
 import random
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 import scipy.special
 import scipy.stats
-from synthetic import BASELINE, assert_coherent_tiers, session
 
 from tfbuild import stats
-from tfbuild.bench.suite import BENCHMARKS as SUITE
-from tfbuild.bench.suite import CONTRASTS
-from tfbuild.compare import OVERALL, HostReport, Session, analyse_host
 
 DFS = [1, 2, 3, 5, 9, 14, 29, 100, 1000, 7.3, 17.8]
 
@@ -143,141 +137,3 @@ def test_detectable_and_rounds_for_agree_with_the_noncentral_t() -> None:
     assert power_at(n - 1, sd, alpha, effect, margin) < 0.8  # and one round fewer would not do
     sequential = stats.rounds_for(effect, sd, alpha, 3, 40, margin)
     assert sequential is not None and sequential > n  # looking early costs rounds at the end
-
-
-def analyse(document: dict[str, Any]) -> HostReport:
-    return analyse_host([Session(Path("synthetic.json"), document)])
-
-
-def test_four_verdicts_from_intervals() -> None:
-    """Faster and slower need the whole interval beyond the margin, equivalent the whole
-    interval inside it; everything else is undecided, never a tie."""
-    report = analyse(
-        session(
-            {"fast:default": 1.2, "slow:default": 0.8, "same:default": 1.0, "hazy:default": 1.04},
-            noise=0.01,
-            noise_of={"hazy:default": 0.15},
-            rounds=30,
-            seed=2,
-        )
-    )
-    verdicts = {e.config: e.verdict for e in report.ranking}
-    assert verdicts == {
-        BASELINE: "baseline",
-        "fast:default": "faster",
-        "slow:default": "slower",
-        "same:default": "equivalent",
-        "hazy:default": "undecided",
-    }
-    m = report.margins[OVERALL]
-    for e in (e for e in report.ranking if e.config != BASELINE):
-        inside = 1 / (1 + m) < e.low and e.high < 1 + m
-        assert (e.verdict == "equivalent") == inside
-    assert_coherent_tiers(report)
-
-
-def test_margin_comes_from_the_aa_variance() -> None:
-    """The margin is the robust spread of one process (sd of the A/A log ratio over sqrt 2),
-    not the far end of the A/A interval, and never below 2 %."""
-    quiet = analyse(session({}, noise=0.002, seed=1))
-    assert quiet.margins[OVERALL] == 0.02
-    noisy = analyse(session({}, noise=0.06, rounds=40, seed=1))
-    # per-round A/A log ratios have sd sqrt(2) * 6 % / sqrt(3 benchmarks): one process 3.5 %
-    assert noisy.margins[OVERALL] == pytest.approx(0.06 / math.sqrt(3), rel=0.3)
-    shifted = analyse(session({}, noise=0.06, rounds=40, seed=1, aa_effect=1.04))
-    assert shifted.margins[OVERALL] == pytest.approx(noisy.margins[OVERALL], rel=0.05)
-
-
-def test_a_slow_aa_copy_is_reported() -> None:
-    report = analyse(session({}, aa_effect=1.15, noise=0.01, seed=4))
-    assert report.aa[OVERALL].verdict == "faster"
-    assert any("too unsteady" in w for w in report.warnings)
-
-
-def test_tiers_are_cut_by_claims_consistent_with_the_verdicts() -> None:
-    report = analyse(
-        session(
-            {"same:default": 1.0, "twin:default": 1.005, "slow:default": 0.8, "fast:default": 1.2},
-            noise=0.01,
-            rounds=20,
-            seed=7,
-        )
-    )
-    assert_coherent_tiers(report)
-    assert report.tiers[0] == ["fast:default"]
-    assert set(report.tiers[1]) == {BASELINE, "same:default", "twin:default", "slow:default"}
-    assert report.choice is not None and report.choice.config == "fast:default"
-
-
-def test_seed_experiments_are_measured_within_the_recommended_config() -> None:
-    """The hand-built unrolled GRU runs 25 % faster than the Keras layer inside the winning
-    config; nothing else differs within it."""
-    fast = {"gru-keras": 1.2, "gru-static": 1.5, "gru-dynamic": 1.5}
-    report = analyse(session({"fast:default": fast}, benchmarks=tuple(SUITE), seed=6, rounds=20))
-    assert report.choice is not None and report.choice.config == "fast:default"
-    by_name = {e.benchmark: e for e in report.contrasts}
-    assert [c.name for c in CONTRASTS] == list(by_name)
-    unrolled = by_name[CONTRASTS[0].name]
-    assert unrolled.config == "fast:default" and unrolled.verdict == "faster"
-    assert unrolled.low < 1.25 < unrolled.high
-    assert all(e.verdict in ("equivalent", "undecided") for e in report.contrasts[1:])
-
-
-def test_only_a_faster_verdict_recommends_a_config() -> None:
-    """With 3 rounds a config 12 % ahead is mostly undecided: the baseline stays, and the
-    reason says what the verdicts say and nothing more."""
-    effects = {"fast:default": 1.12, "near:default": 1.03}
-    effects |= {f"filler{i}:default": 1.0 for i in range(10)}
-    for seed in range(10):
-        report = analyse(session(effects, noise=0.03, rounds=3, seed=seed))
-        verdict = {e.config: e.verdict for e in report.ranking}["fast:default"]
-        choice = report.choice
-        assert choice is not None
-        if verdict == "faster":
-            assert choice.config == "fast:default"
-        else:
-            assert choice.config == BASELINE
-            counts = {
-                v: sum(e.verdict == v for e in report.ranking)
-                for v in ("faster", "equivalent", "undecided", "slower")
-            }
-            for v, count in counts.items():
-                assert (f"{count} {v}" in choice.reason) == (count > 0), choice.reason
-
-
-def test_a_partly_failing_config_stays_flagged_and_is_never_recommended() -> None:
-    """`broken` is 30 % faster on what it measures but fails gru-keras every round: it is
-    ranked on the other benchmarks, flagged, kept in the per-benchmark table, and the use-this
-    block names why it is not recommended."""
-    benches = ("gru-keras", "matmul-pinned", "input-fed")
-    report = analyse(
-        session(
-            {"broken:default": 1.3, "fast:default": 1.1},
-            failing={"broken:default": ["gru-keras"]},
-            benchmarks=benches,
-            noise=0.01,
-            rounds=12,
-            seed=3,
-        )
-    )
-    by_config = {e.config: e for e in report.ranking}
-    assert by_config["broken:default"].verdict == "faster"
-    assert report.flags["broken:default"].missing == ("gru-keras",)
-    assert ("broken:default", "matmul-pinned") in report.estimates
-    assert ("broken:default", "gru-keras") not in report.estimates
-    assert any("broken:default: no results for gru-keras" in w for w in report.warnings)
-    choice = report.choice
-    assert choice is not None and choice.config == "fast:default"
-    assert "broken:default was also shown faster but no results for gru-keras" in choice.reason
-
-
-def test_per_benchmark_verdicts() -> None:
-    report = analyse(
-        session({"mixed:default": {"gru-keras": 1.30, "matmul-pinned": 0.75}}, seed=11, rounds=20)
-    )
-    estimates = report.estimates
-    assert estimates[("mixed:default", "gru-keras")].verdict == "faster"
-    assert estimates[("mixed:default", "matmul-pinned")].verdict == "slower"
-    assert estimates[("mixed:default", "input-fed")].verdict in ("equivalent", "undecided")
-    gru = estimates[("mixed:default", "gru-keras")]
-    assert gru.low < gru.ratio < gru.high and gru.ratio == pytest.approx(1.30, rel=0.03)

@@ -1,28 +1,24 @@
-"""`tfbuild calibrate`: where a benchmark process spends its time, and which amount of timed work
-per benchmark buys the most precision per wall-second.
-
-A calibration session runs the suite's benchmarks in fresh processes, like a bench session, but
-times every step on its own (after the same first call and warm-up). From the step times any
-choice of iterations per sample and samples per process can be replayed on the same processes:
-its cost is the process's fixed time (start, import, building, tracing, warm-up, exit) plus the
-timed steps, its noise the process-to-process spread of the overall level (the mean log
-throughput over the benchmarks), with rounds pairing the configs as in a bench session. The
-suite's own choice (``payload.ITERATIONS``/``SAMPLES``) is one of the designs compared.
-"""
+"""A calibration session (`tfbuild calibrate`): the suite's benchmarks run in fresh processes, like
+a bench session, but every step is timed on its own (after the same first call and warm-up), so
+tfbuild.analysis.calibration can replay any amount of timed work per process on them."""
 
 from __future__ import annotations
 
-import math
 import random
-import statistics
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 
-from tfbuild.bench.payload import ITERATIONS, SAMPLES, SUITE_VERSION
+from tfbuild.bench.failures import classify
+from tfbuild.bench.options import SessionOptions, Workspace, payload_config
+from tfbuild.bench.prepare import prepare
+from tfbuild.bench.session import new_results
+from tfbuild.plan.make import Plan
+from tfbuild.progress import Reporter
+from tfbuild.results.calibration import CalibrationResults, CalibrationRun, save, step_times
+from tfbuild.results.codec import now
+from tfbuild.results.model import Results
 
-SCHEMA = "tfbuild.calibration/1"
 # Earlier suites' iterations per sample and samples per process, replayed beside the current one.
 EARLIER: dict[int, tuple[dict[str, int], int]] = {
     1: (
@@ -40,84 +36,6 @@ EARLIER: dict[int, tuple[dict[str, int], int]] = {
 STEPS = {name: EARLIER[1][1] * n for name, n in EARLIER[1][0].items()}
 
 
-@dataclass(frozen=True)
-class Design:
-    """Iterations per sample and samples per process, per benchmark."""
-
-    label: str
-    iterations: Mapping[str, int]
-    samples: Mapping[str, int]
-
-
-def suite_design(benchmarks: Sequence[str]) -> Design:
-    return Design(
-        f"suite v{SUITE_VERSION}",
-        {b: ITERATIONS[b] for b in benchmarks},
-        {b: SAMPLES[b] for b in benchmarks},
-    )
-
-
-def candidate_designs(benchmarks: Sequence[str]) -> list[Design]:
-    """The suite's design, the earlier suites', and uniform scalings of the suite's around it."""
-    suite = suite_design(benchmarks)
-    designs = [suite]
-    for version in sorted(EARLIER, reverse=True):
-        iterations, samples = EARLIER[version]
-        designs.append(Design(f"suite v{version}", {b: iterations[b] for b in benchmarks},
-                              {b: samples for b in benchmarks}))  # fmt: skip
-    for factor in (0.5, 1, 2, 4):
-        for samples in (1, 3, 5):
-            iterations = {b: max(1, round(suite.iterations[b] * factor)) for b in benchmarks}
-            per_process = {b: samples for b in benchmarks}
-            if any((d.iterations, d.samples) == (iterations, per_process) for d in designs):
-                continue  # the suite's own, or an earlier suite's, under its name
-            if all(iterations[b] * samples <= STEPS[b] for b in benchmarks):
-                designs.append(
-                    Design(f"{factor:g}x iterations, {samples} samples", iterations, per_process)
-                )
-    return designs
-
-
-@dataclass(frozen=True)
-class Phases:
-    """Mean seconds per process: what is not timed, and what is."""
-
-    start_exit_s: float
-    """Interpreter start and exit, payload file I/O: the runner's wall time minus the payload's."""
-    import_s: float
-    smoke_s: float
-    build_s: dict[str, float]
-    trace_s: dict[str, float]
-    """The first call of each benchmark: tf.function tracing and graph optimisation."""
-    warmup_s: dict[str, float]
-    step_s: dict[str, float]
-    """Mean time of one timed iteration."""
-    within_sd: dict[str, float]
-    """Spread of one sample (the suite's iterations) within a process, log scale."""
-
-
-@dataclass(frozen=True)
-class DesignScore:
-    design: Design
-    timed_s: float
-    process_s: float
-    sd: float
-    """Process-to-process sd of the overall level (log scale), rounds removed."""
-    per_benchmark_sd: dict[str, float]
-    precision_per_s: float
-    """1 / (sd^2 x process seconds), relative to the suite's design (1.0)."""
-
-
-@dataclass(frozen=True)
-class Calibration:
-    configs: list[str]
-    processes: int
-    rounds: int
-    benchmarks: list[str]
-    phases: Phases
-    scores: list[DesignScore]
-
-
 def schedule(configs: Sequence[str], rounds: int, seed: int) -> list[list[str]]:
     rng = random.Random(seed)
     orders = []
@@ -128,168 +46,60 @@ def schedule(configs: Sequence[str], rounds: int, seed: int) -> list[list[str]]:
     return orders
 
 
-def _value(steps: Sequence[float], work: float, iterations: int, samples: int) -> float:
-    """A process's value for one benchmark under a design: the median log throughput of its
-    first `samples` samples of `iterations` steps."""
-    logs = []
-    for k in range(samples):
-        chunk = steps[k * iterations : (k + 1) * iterations]
-        logs.append(math.log(work * iterations / sum(chunk)))
-    return statistics.median(logs)
-
-
-def _residual_sd(table: Mapping[tuple[str, int], float]) -> float:
-    """Pooled sd of a config x round table after removing config and round means (two-way
-    residuals); with one config, the plain sd over rounds."""
-    configs = sorted({c for c, _ in table})
-    rounds = sorted({r for _, r in table if all((c, r) in table for c in configs)})
-    if len(rounds) < 2:
-        return math.nan
-    if len(configs) == 1:
-        return statistics.stdev(table[(configs[0], r)] for r in rounds)
-    grand = statistics.fmean(table[(c, r)] for c in configs for r in rounds)
-    col = {c: statistics.fmean(table[(c, r)] for r in rounds) for c in configs}
-    row = {r: statistics.fmean(table[(c, r)] for c in configs) for r in rounds}
-    ss = sum((table[(c, r)] - col[c] - row[r] + grand) ** 2 for c in configs for r in rounds)
-    return math.sqrt(ss / ((len(rounds) - 1) * (len(configs) - 1)))
-
-
-def analyse(document: Mapping[str, Any]) -> Calibration:
-    runs = [r for r in document["runs"] if r.get("status") == "ok"]
-    benchmarks = list(document["calibration"]["benchmarks"])
-    mean = statistics.fmean
-
-    def per_bench(key: str) -> dict[str, float]:
-        return {b: mean(r["benchmarks"][b][key] for r in runs) for b in benchmarks}
-
-    step_s = {b: mean(mean(r["benchmarks"][b]["steps_s"]) for r in runs) for b in benchmarks}
-    suite = suite_design(benchmarks)
-    within = {}
-    for b in benchmarks:
-        n = suite.iterations[b]
-        spreads = []
-        for r in runs:
-            steps, work = r["benchmarks"][b]["steps_s"], r["benchmarks"][b]["work"]
-            logs = [
-                math.log(work * n / sum(steps[k : k + n])) for k in range(0, len(steps) - n + 1, n)
-            ]
-            spreads.append(statistics.stdev(logs))
-        within[b] = mean(spreads)
-    phases = Phases(
-        start_exit_s=mean(r["wall_s"] - r["payload_s"] for r in runs),
-        import_s=mean(r["import_s"] for r in runs),
-        smoke_s=mean(r["smoke_s"] for r in runs),
-        build_s=per_bench("build_s"),
-        trace_s=per_bench("trace_s"),
-        warmup_s=per_bench("warmup_s"),
-        step_s=step_s,
-        within_sd=within,
-    )
-    fixed = (
-        phases.start_exit_s
-        + phases.import_s
-        + phases.smoke_s
-        + sum(phases.build_s[b] + phases.trace_s[b] + phases.warmup_s[b] for b in benchmarks)
-    )
-    scores = []
-    for design in candidate_designs(benchmarks):
-        levels: dict[tuple[str, int], float] = {}
-        values: dict[str, dict[tuple[str, int], float]] = defaultdict(dict)
-        for r in runs:
-            key = (r["config"], r["round"])
-            vals = []
-            for b in benchmarks:
-                entry = r["benchmarks"][b]
-                v = _value(entry["steps_s"], entry["work"], design.iterations[b], design.samples[b])
-                values[b][key] = v
-                vals.append(v)
-            levels[key] = mean(vals)
-        timed = sum(design.iterations[b] * design.samples[b] * step_s[b] for b in benchmarks)
-        sd = _residual_sd(levels)
-        scores.append(
-            DesignScore(
-                design=design,
-                timed_s=timed,
-                process_s=fixed + timed,
-                sd=sd,
-                per_benchmark_sd={b: _residual_sd(values[b]) for b in benchmarks},
-                precision_per_s=1.0 / (sd * sd * (fixed + timed)),
-            )
-        )
-    reference = scores[0].precision_per_s
-    scores = [
-        DesignScore(**{**s.__dict__, "precision_per_s": s.precision_per_s / reference})
-        for s in scores
-    ]
-    return Calibration(
-        configs=sorted({r["config"] for r in runs}),
-        processes=len(runs),
-        rounds=len({r["round"] for r in runs}),
-        benchmarks=benchmarks,
-        phases=phases,
-        scores=scores,
-    )
-
-
 def run_calibration(
-    plan: Any,
-    options: Any,
-    workspace: Any,
-    reporter: Any,
+    plan: Plan,
+    options: SessionOptions,
+    workspace: Workspace,
+    reporter: Reporter,
     rounds: int,
-    path_for: Any,
-) -> Any:
+) -> Path:
     """Prepare every selected variant, then run `rounds` rounds of step-timed processes (every
-    config once per round, shuffled). The document is rewritten after every process."""
-    from tfbuild.bench import results, runner
+    config once per round, shuffled). The file is rewritten after every process."""
+    header = new_results(plan, options)
+    path = workspace.results_dir / f"calibration-{header.id}.json"
+    calibration = CalibrationResults(
+        session=header, benchmarks=tuple(options.suite.benchmarks), steps=dict(STEPS)
+    )
 
-    plan = runner.plan_for_runtimes(plan, options, workspace, reporter)
-    document = runner.new_document(plan, options)
-    document["schema"] = SCHEMA
-    document["calibration"] = {"benchmarks": list(options.suite.benchmarks), "steps": STEPS}
-    path = path_for(f"calibration-{document['session']['id']}.json")
+    def record_session(results: Results) -> Results:
+        nonlocal calibration
+        calibration = save(path, replace(calibration, session=results))
+        return calibration.session
 
-    def save() -> None:
-        results.save(path, document)
-
-    save()
+    record_session(header)
     reporter.note(f"calibration: {path}")
-    runtimes = runner.prepare(document, plan, options, workspace, reporter, save)
-    configs = [
-        c for c in document["configs"] if document["variants"][c["variant"]]["status"] == "ready"
-    ]
-    by_key = {c["key"]: c for c in configs}
-    orders = schedule(list(by_key), rounds, document["session"]["seed"])
-    document["order"] = orders
+    results, runtimes = prepare(header, plan, options, workspace, reporter, record_session)
+    by_key = {c.key: c for c in results.configs if c.variant in results.ready}
+    orders = schedule(list(by_key), rounds, results.session.seed)
+    record_session(replace(results, order=tuple(tuple(o) for o in orders)))
     reporter.start(sum(map(len, orders)), f"calibrating {len(by_key)} configs x {rounds} rounds")
-    steps = {b: STEPS[b] for b in document["calibration"]["benchmarks"]}
+    steps = {b: STEPS[b] for b in calibration.benchmarks}
     for r, order in enumerate(orders):
         for key in order:
             config = by_key[key]
             label = f"round {r + 1}/{rounds}: {key}"
             reporter.running(label)
-            outcome = runtimes[config["variant"]].run(
-                {**runner.payload_config(document["calibration"], config), "calibrate": steps},
-                config["env"],
+            outcome = runtimes[config.variant].run(
+                {**payload_config(calibration.benchmarks, config), "calibrate": steps},
+                config.env,
                 options.cpus,
                 options.timeout,
             )
-            failure = results.classify(outcome, options.timeout)
+            failure = classify(outcome, options.timeout)
             result = outcome.result or {}
-            document["runs"].append(
-                {
-                    "round": r,
-                    "config": key,
-                    "status": "failed" if failure else "ok",
-                    "wall_s": outcome.wall_s,
-                    **{k: result.get(k) for k in ("import_s", "smoke_s", "payload_s")},
-                    "benchmarks": result.get("benchmarks", {}),
-                    "failure": failure,
-                }
+            run = CalibrationRun(
+                round=r,
+                config=key,
+                status="failed" if failure else "ok",
+                wall_s=outcome.wall_s,
+                import_s=result.get("import_s"),
+                smoke_s=result.get("smoke_s"),
+                payload_s=result.get("payload_s"),
+                benchmarks={n: step_times(e) for n, e in (result.get("benchmarks") or {}).items()},
+                failure=failure,
             )
-            save()
+            calibration = save(path, replace(calibration, runs=(*calibration.runs, run)))
             reporter.advance(label)
-    document["session"]["complete"] = True
-    document["session"]["finished_at"] = results.now()
-    save()
+    session = replace(calibration.session.session, complete=True, finished_at=now())
+    save(path, replace(calibration, session=replace(calibration.session, session=session)))
     return path

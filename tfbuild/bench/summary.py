@@ -6,9 +6,9 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
 from tfbuild import stats
+from tfbuild.results.model import Results
 
 
 @dataclass(frozen=True)
@@ -41,83 +41,81 @@ class Summary:
     runs: int
 
 
-def round_values(document: dict[str, Any]) -> dict[tuple[str, str], list[float]]:
+def round_values(results: Results) -> dict[tuple[str, str], list[float]]:
     """(config, benchmark) -> one value per finished round: the median sample throughput."""
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for run in document["runs"]:
-        for bench, entry in run["benchmarks"].items():
-            samples = entry.get("samples") or []
-            if samples:
-                values[(run["config"], bench)].append(
-                    stats.median([s["throughput"] for s in samples])
+    for run in results.runs:
+        for bench, entry in run.benchmarks.items():
+            if entry.samples:
+                values[(run.config, bench)].append(
+                    stats.median([s.throughput for s in entry.samples])
                 )
     return values
 
 
-def summarise(document: dict[str, Any]) -> Summary:
-    values = round_values(document)
+def summarise(results: Results) -> Summary:
+    values = round_values(results)
     cells = {key: Cell(stats.median(v), len(v), stats.cv(v)) for key, v in values.items() if v}
-    benchmarks = list(document["suite"]["benchmarks"])
-    base = document["baseline"]["config"]
-    aa = document["baseline"].get("aa_config")
+    benchmarks = list(results.suite.benchmarks)
+    base = results.baseline.config
+    aa = results.baseline.aa_config
     aa_ratio = {
         b: cells[(aa, b)].median / cells[(base, b)].median
         for b in benchmarks
         if aa and (aa, b) in cells and (base, b) in cells
     }
-    failures = [(f["variant"], f"{f['stage']}: {f['reason']}") for f in document["failures"]]
+    failures = [(f.variant, f"{f.stage}: {f.reason}") for f in results.failures]
     failures += [
-        (run["config"], f"round {run['round'] + 1}: {run['failure']['reason']}")
-        for run in document["runs"]
-        if run["failure"]
+        (run.config, f"round {run.round + 1}: {run.failure.reason}")
+        for run in results.runs
+        if run.failure
     ]
+    base_peak = next((c for c in results.configs if c.key == base and c.peak), None)
     return Summary(
         benchmarks=benchmarks,
-        units=dict(document["suite"]["units"]),
-        configs=[c["key"] for c in document["configs"] if any(k[0] == c["key"] for k in cells)],
+        units=dict(results.suite.units),
+        configs=[c.key for c in results.configs if any(k[0] == c.key for k in cells)],
         cells=cells,
         aa_ratio=aa_ratio,
-        phases=phases(document),
-        stop=(document["session"].get("stop") or {}).get("message"),
-        peak={c["key"]: c["peak"]["gflops"] for c in document["configs"] if c.get("peak")},
-        peak_note=next(
-            (
-                f"pk = share of the theoretical FP32 peak, for {c['key']}: "
-                f"{c['peak']['gflops']:.0f} GFLOP/s = {c['peak']['assumptions']}"
-                for c in document["configs"]
-                if c["key"] == base and c.get("peak")
-            ),
-            None,
+        phases=phases(results),
+        stop=results.session.stop.message if results.session.stop else None,
+        peak={c.key: c.peak.gflops for c in results.configs if c.peak},
+        peak_note=(
+            f"pk = share of the theoretical FP32 peak, for {base_peak.key}: "
+            f"{base_peak.peak.gflops:.0f} GFLOP/s = {base_peak.peak.assumptions}"
+            if base_peak and base_peak.peak
+            else None
         ),
         failures=failures,
-        elapsed_s=_elapsed(document["session"]),
-        runs=len(document["runs"]),
+        elapsed_s=_elapsed(results),
+        runs=len(results.runs),
     )
 
 
-def phases(document: dict[str, Any]) -> dict[str, float]:
+def phases(results: Results) -> dict[str, float]:
     """Mean seconds per finished process: start and exit, import, smoke check, building,
     tracing (first call), warm-up, timed samples; empty for results that lack them."""
-    runs = [r for r in document["runs"] if r["status"] == "ok" and r.get("payload_s")]
+    runs = [r for r in results.runs if r.ok and r.payload_s]
     if not runs:
         return {}
     totals: dict[str, float] = defaultdict(float)
     for run in runs:
-        totals["start and exit"] += run["wall_s"] - run["payload_s"]
-        totals["import"] += run.get("import_s") or 0.0
-        totals["smoke check"] += run.get("smoke_s") or 0.0
-        for entry in run["benchmarks"].values():
-            totals["build"] += entry.get("build_s") or 0.0
-            totals["trace"] += entry.get("trace_s") or 0.0
-            totals["warm-up"] += entry.get("warmup_s") or 0.0
-            totals["timed"] += sum(x["wall_s"] for x in entry.get("samples") or [])
-        totals["process"] += run["wall_s"]
+        totals["start and exit"] += run.wall_s - (run.payload_s or 0.0)
+        totals["import"] += run.import_s or 0.0
+        totals["smoke check"] += run.smoke_s or 0.0
+        for entry in run.benchmarks.values():
+            totals["build"] += entry.build_s or 0.0
+            totals["trace"] += entry.trace_s or 0.0
+            totals["warm-up"] += entry.warmup_s or 0.0
+            totals["timed"] += sum(x.wall_s for x in entry.samples)
+        totals["process"] += run.wall_s
     return {k: v / len(runs) for k, v in totals.items()}
 
 
-def _elapsed(session: dict[str, Any]) -> float | None:
-    end = session.get("finished_at") or session.get("updated_at")
-    if not end or not session.get("started_at"):
+def _elapsed(results: Results) -> float | None:
+    session = results.session
+    end = session.finished_at or session.updated_at
+    if not end or not session.started_at:
         return None
-    start = dt.datetime.fromisoformat(session["started_at"])
+    start = dt.datetime.fromisoformat(session.started_at)
     return (dt.datetime.fromisoformat(end) - start).total_seconds()

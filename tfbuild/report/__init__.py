@@ -1,1 +1,2 @@
-"""What a person reads: terminal tables, Markdown, JSON and HTML. Formats; never computes."""
+"""Reports: format what the stages computed (terminal, inspection, calibration, comparison,
+html); they never compute."""

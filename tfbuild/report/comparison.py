@@ -14,9 +14,12 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from tfbuild.bench import results
-from tfbuild.bench.suite import CONTRASTS
-from tfbuild.compare import ALPHA, OVERALL, SPLIT, Estimate, Gate, HostReport
+from tfbuild.analysis.estimates import ALPHA, OVERALL, SPLIT, Estimate
+from tfbuild.analysis.gate import Gate
+from tfbuild.analysis.report import HostReport
+from tfbuild.config.suite import CONTRASTS
+from tfbuild.results.codec import look_json
+from tfbuild.results.model import is_aa
 from tfbuild.text import printable
 
 COMPARE_SCHEMA = "tfbuild.compare/2"
@@ -52,7 +55,7 @@ def design_line(r: HostReport) -> str:
         f"(error control spread over {d.horizon} rounds)"
     )
     if r.stop:
-        text += f"; stopped: {r.stop['message']}"
+        text += f"; stopped: {r.stop.message}"
     return text
 
 
@@ -85,7 +88,7 @@ def header_lines(r: HostReport) -> list[str]:
         else "Leading tier: the baseline alone (no other measured config can be the fastest)"
     )
     ranked = {e.config for e in r.ranking}
-    unmeasured = [c for c in r.configs if c not in ranked and not results.is_aa(c)]
+    unmeasured = [c for c in r.configs if c not in ranked and not is_aa(c)]
     if unmeasured:
         lines.append(
             f"Not measured, so in no claim above or below: {', '.join(unmeasured)} "
@@ -187,14 +190,14 @@ LOOK_HEADER = ["after round", "running", "leading tier", "resolved to", "margin"
 def look_rows(r: HostReport) -> list[list[str]]:
     rows = []
     for look in r.looks:
-        out = "; ".join(f"{e['config']} (trails {e['slower_than']})" for e in look["eliminated"])
+        out = "; ".join(f"{e.config} (trails {e.slower_than})" for e in look.eliminated)
         rows.append(
             [
-                str(look["round"]),
-                str(len(look["active"])),
-                str(len(look["leading"])),
-                f"±{pct(look['resolution'])}",
-                pct(look["margin"]),
+                str(look.round),
+                str(len(look.active)),
+                str(len(look.leading)),
+                f"±{pct(look.resolution)}",
+                pct(look.margin),
                 out,
             ]
         )
@@ -398,8 +401,14 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
             {
                 "host": r.host_key,
                 "sessions": r.sessions,
-                "design": asdict(r.design),
-                "stop": r.stop,
+                "design": {
+                    "kind": r.design.kind,
+                    "first": r.design.first,
+                    "horizon": r.design.horizon,
+                    "resolve": r.design.resolve,
+                    "budget_s": r.design.budget_s,
+                },
+                "stop": asdict(r.stop) if r.stop else None,
                 "baseline": r.baseline,
                 "rounds": r.rounds,
                 "benchmarks": r.benchmarks,
@@ -417,7 +426,7 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
                 "ranking": [_estimate_json(e) for e in r.ranking],
                 "tiers": r.tiers,
                 "out": [asdict(c) for c in r.out],
-                "looks": r.looks,
+                "looks": [look_json(look) for look in r.looks],
                 "flags": {c: asdict(f) for c, f in r.flags.items()},
                 "estimates": [_estimate_json(e) for e in r.estimates.values()],
                 "failures": [asdict(f) for f in r.failures],

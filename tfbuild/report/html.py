@@ -11,7 +11,10 @@ from typing import Any
 import jinja2
 
 from tfbuild import __version__
-from tfbuild.compare import OVERALL, SPLIT, HostReport
+from tfbuild.analysis.estimates import OVERALL, SPLIT
+from tfbuild.analysis.report import HostReport
+from tfbuild.machine.cpu import level_name
+from tfbuild.machine.profile import HostProfile
 from tfbuild.report.comparison import (
     CONTRAST_HEADER,
     LOOK_HEADER,
@@ -126,27 +129,26 @@ def samples_chart(r: HostReport) -> str:
     return encoded
 
 
-def _host_rows(host: dict[str, Any]) -> list[tuple[str, str]]:
-    cpu, topo = host["cpu"], host["topology"]
-    system = host.get("system") or {}
-    memory = host.get("memory") or {}
-    flags = " ".join(name for name, have in cpu["tf_flags"].items() if have)
+def _host_rows(host: HostProfile) -> list[tuple[str, str]]:
+    cpu, topo, system = host.cpu, host.topology, host.system
+    flags = " ".join(name for name, have in cpu.tf_flags.items() if have)
+    march = cpu.march.name if cpu.march else None
     rows = [
-        ("CPU", f"{cpu['vendor_id']} {cpu['model_name']}"),
-        ("x86-64 level / -march", f"{cpu['isa_level_name']} / {cpu['march']}"),
+        ("CPU", f"{cpu.vendor_id} {cpu.model_name}"),
+        ("x86-64 level / -march", f"{level_name(cpu.level)} / {march}"),
         ("TF-relevant flags", flags),
         (
             "cores",
-            f"{topo['physical_cores']} physical, {topo['logical_cpus']} logical, "
-            f"{topo['usable_cpus']} usable",
+            f"{topo.physical_cores} physical, {topo.logical_cpus} logical, "
+            f"{topo.usable_cpus} usable",
         ),
     ]
-    if memory.get("total_bytes"):
-        rows.append(("memory", f"{memory['total_bytes'] / 2**30:.1f} GiB"))
+    if host.memory and host.memory.total_bytes:
+        rows.append(("memory", f"{host.memory.total_bytes / 2**30:.1f} GiB"))
     if system:
         rows += [
-            ("OS", f"{system['os']} ({system['kernel']})"),
-            ("glibc / Python", f"{system['glibc']} / {system['python']}"),
+            ("OS", f"{system.os} ({system.kernel})"),
+            ("glibc / Python", f"{system.glibc} / {system.python}"),
         ]
     return rows
 
@@ -154,12 +156,12 @@ def _host_rows(host: dict[str, Any]) -> list[tuple[str, str]]:
 def _manifest_rows(r: HostReport) -> list[dict[str, str]]:
     rows = []
     for name, variant in sorted(r.variants.items()):
-        manifest = variant.get("manifest") or {}
-        smoke = variant.get("smoke") or {}
+        manifest = variant.manifest or {}
+        smoke = variant.smoke or {}
         rows.append(
             {
                 "variant": name,
-                "source": manifest.get("source") or variant["definition"].get("source", ""),
+                "source": manifest.get("source") or variant.definition.get("source", ""),
                 "package": f"{manifest.get('name', '')} {manifest.get('version', '')}".strip(),
                 "sha256": manifest.get("sha256", ""),
                 "origin": manifest.get("index_url")

@@ -1,0 +1,110 @@
+"""tfbuild run as a user runs it: `python -m tfbuild` in a subprocess. With `plans_made`, the
+subprocess also records every plan tfbuild makes (a spy on tfbuild.plan.make.make_plan, seen
+through the interpreter's profile hook, so no import of it can escape)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from support.env import TOY
+
+RESULTS = TOY.parent / "results"
+"""Committed results files: real sessions, and the golden outputs of `tfbuild compare`."""
+
+
+def compare(*args: str, cwd: Path = RESULTS) -> subprocess.CompletedProcess[str]:
+    """`tfbuild compare` on a 120-column terminal, run in the committed results' folder."""
+    return run_tfbuild("compare", *args, cwd=cwd, env={"COLUMNS": "120"})
+
+
+def environment(env: dict[str, str] | None) -> dict[str, str]:
+    """This process's environment with `env` on top; without the terminal size a test runner
+    may set (pytest-xdist's workers say 80 columns), so output is as piped unless `env` says."""
+    inherited = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return {**inherited, **(env or {})}
+
+
+def run_tfbuild(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed tfbuild as a user would (python -m tfbuild)."""
+    return subprocess.run(
+        [sys.executable, "-m", "tfbuild", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environment(env),
+        timeout=timeout,
+        check=False,
+    )
+
+
+SPY = """\
+import json, sys, threading
+from tfbuild.plan import make
+
+code, log = make.make_plan.__code__, open(sys.argv[1], "a", encoding="utf-8")
+
+def spy(frame, event, plan):
+    if event == "return" and frame.f_code is code and plan is not None:
+        host = plan.host
+        log.write(json.dumps({
+            "source": host.source,
+            "hostname": host.hostname,
+            "cpu": host.cpu.model_name,
+            "march": host.cpu.march.name if host.cpu.march else None,
+            "variants": {pv.variant.name: {"march": pv.march, "runs": pv.verdict.runs}
+                         for pv in plan.variants},
+        }) + "\\n")
+        log.flush()
+
+sys.setprofile(spy)
+threading.setprofile(spy)
+sys.argv = ["tfbuild", *sys.argv[2:]]
+from tfbuild.cli import main
+main()
+"""
+
+
+def plans_made(
+    log: Path,
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    """Run tfbuild with the plan spy; its result and every plan it made, in order (the
+    machine each is for, and each variant's resolved -march and verdict)."""
+    log.unlink(missing_ok=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", SPY, str(log), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environment(env),
+        timeout=timeout,
+        check=False,
+    )
+    text = log.read_text(encoding="utf-8") if log.exists() else ""
+    return proc, [json.loads(line) for line in text.splitlines()]
+
+
+def toy_build_args(store: Path, *args: str) -> list[str]:
+    """`tfbuild build` arguments for the toy recipe: a C extension compiled with each
+    variant's copts."""
+    matrix, source = TOY / "matrix.yaml", TOY / "src"
+    return ["build", "--matrix", str(matrix), "--tf-source", str(source), "--store", str(store),
+            *args]  # fmt: skip
+
+
+def toy_build(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_tfbuild(*toy_build_args(store, *args), timeout=900)
+
+
+def toy_wheel(store: Path, variant: str) -> Path:
+    return next((store / f"tf2.17-py3.11-{variant}").glob("*.whl"))

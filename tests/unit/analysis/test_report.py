@@ -1,0 +1,376 @@
+"""`tfbuild compare`: golden outputs, the regression gate, several hosts, and the HTML report."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.cli import RESULTS, compare
+from support.synthetic import BASELINE, assert_coherent_tiers, session, write
+
+from tfbuild.analysis.estimates import OVERALL
+from tfbuild.analysis.report import HostReport, analyse_host
+from tfbuild.analysis.sessions import Session, load_sessions
+from tfbuild.config.suite import BENCHMARKS as SUITE
+from tfbuild.config.suite import CONTRASTS
+from tfbuild.results.codec import from_json, load
+from tfbuild.results.model import Failure, Results, RunFailure, VariantRecord, config_entry
+
+GOLDEN = RESULTS
+REAL = GOLDEN / "session-2x2-10rounds.json"
+
+
+def test_real_session_findings() -> None:
+    """The real 10-round session (suite v1, fixed design) under the current rules: one thread is
+    slower, intel 2.14 default is undecided (its interval reaches both sides of the margin), the
+    A/A copy is not separated from the baseline, and the baseline stays."""
+    doc = json.loads(compare(REAL.name, "--format", "json").stdout)
+    assert doc["schema"] == "tfbuild.compare/2"
+    (host,) = doc["hosts"]
+    ranking = {e["config"]: e for e in host["ranking"]}
+    assert ranking["stock:single-thread"]["verdict"] == "slower"
+    assert ranking["intel-2.14:single-thread"]["verdict"] == "slower"
+    intel = ranking["intel-2.14:default"]
+    assert intel["verdict"] == "undecided" and intel["low"] < 1 / 1.02 and intel["high"] > 1.0
+    assert host["tiers"][0] == ["intel-2.14:default", "stock:default"]
+    assert host["choice"]["config"] == "stock:default"
+    assert host["choice"]["sha256"] and host["choice"]["wheel"].endswith(".whl")
+    assert host["aa"]["overall"]["verdict"] in ("equivalent", "undecided")
+    assert host["detectable"] > host["margins"]["overall"]
+
+
+def level_differences(
+    doc: dict[str, Any],
+    config: str,
+    reference: tuple[str, ...] = ("stock:default", "stock:default~aa"),
+) -> list[float]:
+    """Per round: the config's mean log throughput minus the mean of the reference processes
+    (the baseline's two), computed here from the raw samples without tfbuild."""
+    levels: dict[tuple[str, int], float] = {}
+    benches = doc["suite"]["benchmarks"]
+    for run in doc["runs"]:
+        values = [
+            math.log(statistics.median(x["throughput"] for x in run["benchmarks"][b]["samples"]))
+            for b in benches
+        ]
+        levels[(run["config"], run["round"])] = statistics.fmean(values)
+    rounds = sorted({r for _, r in levels})
+    return [
+        levels[(config, r)] - statistics.fmean(levels[(ref, r)] for ref in reference)
+        for r in rounds
+    ]
+
+
+def test_one_odd_round_does_not_move_the_answer() -> None:
+    """The real session's fourth round has the baseline process 12.5 % slow (the A/A ratio of
+    that round). Making that process twice as slow (a stalled process) moves no verdict and no
+    estimate by more than 2 %, where the plain mean of the per-round ratios moves every config
+    by 3.5 %; the margin stays near the spread of the steady rounds, not of the odd one."""
+    doc = json.loads(REAL.read_text())
+    aa = level_differences(doc, "stock:default~aa", ("stock:default",))
+    assert max(aa) == pytest.approx(0.125, abs=0.01) and aa.index(max(aa)) == 3
+    before = analyse_host([Session(REAL, from_json(doc))])
+    worse = copy.deepcopy(doc)
+    for run in worse["runs"]:
+        if run["round"] == 3 and run["config"] == "stock:default":
+            for entry in run["benchmarks"].values():
+                for sample in entry["samples"]:
+                    sample["throughput"] *= 0.5
+    after = analyse_host([Session(REAL, from_json(worse))])
+    for e in before.ranking:
+        moved = next(x for x in after.ranking if x.config == e.config)
+        assert moved.verdict == e.verdict, e.config
+        assert moved.ratio == pytest.approx(e.ratio, rel=0.02), e.config
+    for config in ("stock:single-thread", "intel-2.14:default", "intel-2.14:single-thread"):
+        plain = statistics.fmean(level_differences(worse, config))
+        assert plain - statistics.fmean(level_differences(doc, config)) == pytest.approx(
+            math.log(2) / 2 / 10
+        )
+    assert after.margins["overall"] == pytest.approx(before.margins["overall"], rel=0.1)
+    steady = [d for i, d in enumerate(aa) if i != 3]
+    assert before.margins["overall"] < statistics.stdev(aa) / math.sqrt(2)
+    assert before.margins["overall"] == pytest.approx(
+        max(0.02, math.expm1(statistics.stdev(steady) / math.sqrt(2))), rel=0.35
+    )
+
+
+def test_tiers_of_a_real_quick_session_on_the_default_matrix() -> None:
+    """`tfbuild run --quick` on the default matrix (4 prebuilt variants x 4 tunings, 3 rounds,
+    suite v1): with three rounds the intervals are wide, and the report says so rather than
+    ranking within noise: few claims, all of them consistent with the verdicts."""
+    path = GOLDEN / "session-default-quick.json"
+    report = analyse_host([Session(path, load(path))])
+    assert len(report.ranking) == 16 and report.rounds == 3
+    assert_coherent_tiers(report)
+    verdicts = {e.config: e.verdict for e in report.ranking}
+    assert verdicts["intel-avx512-2.14:single-thread"] == "slower"
+    assert "faster" not in verdicts.values()
+    assert report.detectable > 0.3
+
+
+def test_failed_configs_are_listed(tmp_path: Path) -> None:
+    doc = session({"ok:default": 1.0}, seed=1)
+    failed = Failure(
+        variant="avx512",
+        configs=("avx512:default",),
+        stage="plan",
+        reason="cannot run here: needs AVX512F",
+    )
+    sigill = RunFailure(
+        kind="sigill",
+        reason="this build uses CPU instructions this machine lacks (killed by SIGILL, signal 4)",
+    )
+    runs = list(doc.runs)
+    runs[3] = replace(runs[3], status="failed", failure=sigill)
+    doc = replace(
+        doc.with_variant("avx512", VariantRecord(definition={"name": "avx512"}, status="failed")),
+        configs=(*doc.configs, config_entry("avx512:default")),
+        failures=(*doc.failures, failed),
+        runs=tuple(runs),
+    )
+    proc = compare(str(write(tmp_path / "s.json", doc)))
+    assert "failed avx512:default: plan: cannot run here: needs AVX512F" in proc.stdout
+    assert "killed by SIGILL, signal 4" in proc.stdout
+
+
+ZEN4 = "zen4-epyc-9654.cpuinfo"
+
+
+def test_several_hosts_are_reported_side_by_side(tmp_path: Path) -> None:
+    a = write(
+        tmp_path / "a.json", session({"v:default": 1.2}, seed=1, hostname="node-a", session_id="a")
+    )
+    b = write(
+        tmp_path / "b.json", session({"v:default": 0.8}, seed=2, cpuinfo=ZEN4, session_id="b")
+    )
+    a2 = write(
+        tmp_path / "a2.json",
+        session({"v:default": 1.2}, seed=3, hostname="node-a2", session_id="a2"),
+    )
+    doc = json.loads(compare(str(a), str(b), str(a2), "--format", "json").stdout)
+    hosts = {h["host"].split(" / ")[0].split()[0]: h for h in doc["hosts"]}
+    assert set(hosts) == {"Intel(R)", "AMD"}
+    assert len(hosts["Intel(R)"]["sessions"]) == 2 and hosts["Intel(R)"]["rounds"] == 20
+    verdict = {
+        h: next(e for e in d["ranking"] if e["config"] == "v:default")["verdict"]
+        for h, d in hosts.items()
+    }
+    assert verdict == {"Intel(R)": "faster", "AMD": "slower"}
+
+
+@pytest.mark.parametrize(
+    ("name", "stop", "rounds"),
+    [("aa-run.json", "max_rounds", 30), ("aa-run-epyc.json.gz", "resolved", 26)],
+)
+def test_a_real_aa_session_makes_no_claim(name: str, stop: str, rounds: int) -> None:
+    """The same build under two names, measured until resolved or to the horizon (an Intel
+    Xeon and an AMD EPYC guest): neither the copy nor the A/A control is called faster or
+    slower, and neither is put out of the leading tier."""
+    report = analyse_host(load_sessions([GOLDEN / name]))
+    copy_of = report.estimates[("stock-again:default", "overall")]
+    assert copy_of.verdict in ("equivalent", "undecided") and copy_of.low < 1 < copy_of.high
+    assert report.aa["overall"].verdict in ("equivalent", "undecided")
+    assert report.out == [] and report.replay == [] and report.rounds == rounds
+    assert report.stop is not None and report.stop.reason == stop
+    assert report.choice is not None and report.choice.config == "stock:default"
+
+
+def test_a_real_session_resolved_to_its_target() -> None:
+    """The README's main example (the default matrix with `tfbuild run`, AMD EPYC guest): it
+    stopped at a look because the leading tier was resolved to the target, its looks replay
+    exactly, the configs put out ran only until their look, and it needed far fewer processes
+    than a fixed design resolving the same tier as well."""
+    path = GOLDEN / "default-run-epyc.json.gz"
+    report = analyse_host(load_sessions([path]))
+    assert report.replay == [] and report.design.sequential
+    assert report.stop is not None and report.stop.reason == "resolved"
+    assert report.design.resolve is not None and report.resolution <= report.design.resolve
+    assert report.rounds == report.looks[-1].round <= (report.design.horizon or 0)
+    assert_coherent_tiers(report)
+    runs = load_sessions([path])[0].results.runs
+    eliminated = {e.config: look.round for look in report.looks for e in look.eliminated}
+    for config, round_ in eliminated.items():
+        assert sum(r.config == config for r in runs) == round_
+    assert report.fixed_equivalent is not None
+    assert report.processes == len(runs) <= 0.6 * report.fixed_equivalent[1]
+    choice = report.choice
+    assert choice is not None and choice.config in report.tiers[0]
+    chosen = report.estimates[(choice.config, "overall")]
+    assert chosen.verdict == "faster" and chosen.low > 1 + report.margins["overall"]
+
+
+def test_the_real_default_matrix_session() -> None:
+    """The README's session (16 configs and the A/A copy, to the horizon of 30 rounds): its
+    recorded looks replay exactly, every config put out early ran only until its look, the
+    single-thread tunings went first, the tiers agree with the claims, fewer processes ran than
+    a fixed design would need, and the baseline stays although it is out of the leading tier
+    (what is ahead of it is not shown ahead by more than the margin)."""
+    path = GOLDEN / "default-run.json.gz"
+    report = analyse_host(load_sessions([path]))
+    assert report.replay == [] and report.design.sequential
+    assert report.stop is not None and report.stop.reason == "max_rounds"
+    assert_coherent_tiers(report)
+    eliminated = {e.config: look.round for look in report.looks for e in look.eliminated}
+    single = {
+        f"{v}:single-thread" for v in ("stock", "stock-2.14", "intel-2.14", "intel-avx512-2.14")
+    }
+    assert single <= set(eliminated)
+    assert max(eliminated[c] for c in single) <= min(
+        round_ for c, round_ in eliminated.items() if c not in single
+    )
+    for config, round_ in eliminated.items():
+        assert report.estimates[(config, "overall")].rounds == round_
+    runs = load_sessions([path])[0].results.runs
+    for config, round_ in eliminated.items():
+        assert sum(r.config == config for r in runs) == round_
+    assert report.fixed_equivalent is not None
+    assert report.processes == len(runs) < report.fixed_equivalent[1]
+    assert report.baseline in report.tiers[1]
+    assert all(e.verdict != "faster" for e in report.ranking)
+    choice = report.choice
+    assert choice is not None and choice.config == report.baseline
+    assert "out of the leading tier" in choice.reason
+
+
+def analyse(results: Results) -> HostReport:
+    return analyse_host([Session(Path("synthetic.json"), results)])
+
+
+def test_four_verdicts_from_intervals() -> None:
+    """Faster and slower need the whole interval beyond the margin, equivalent the whole
+    interval inside it; everything else is undecided, never a tie."""
+    report = analyse(
+        session(
+            {"fast:default": 1.2, "slow:default": 0.8, "same:default": 1.0, "hazy:default": 1.04},
+            noise=0.01,
+            noise_of={"hazy:default": 0.15},
+            rounds=30,
+            seed=2,
+        )
+    )
+    verdicts = {e.config: e.verdict for e in report.ranking}
+    assert verdicts == {
+        BASELINE: "baseline",
+        "fast:default": "faster",
+        "slow:default": "slower",
+        "same:default": "equivalent",
+        "hazy:default": "undecided",
+    }
+    m = report.margins[OVERALL]
+    for e in (e for e in report.ranking if e.config != BASELINE):
+        inside = 1 / (1 + m) < e.low and e.high < 1 + m
+        assert (e.verdict == "equivalent") == inside
+    assert_coherent_tiers(report)
+
+
+def test_margin_comes_from_the_aa_variance() -> None:
+    """The margin is the robust spread of one process (sd of the A/A log ratio over sqrt 2),
+    not the far end of the A/A interval, and never below 2 %."""
+    quiet = analyse(session({}, noise=0.002, seed=1))
+    assert quiet.margins[OVERALL] == 0.02
+    noisy = analyse(session({}, noise=0.06, rounds=40, seed=1))
+    # per-round A/A log ratios have sd sqrt(2) * 6 % / sqrt(3 benchmarks): one process 3.5 %
+    assert noisy.margins[OVERALL] == pytest.approx(0.06 / math.sqrt(3), rel=0.3)
+    shifted = analyse(session({}, noise=0.06, rounds=40, seed=1, aa_effect=1.04))
+    assert shifted.margins[OVERALL] == pytest.approx(noisy.margins[OVERALL], rel=0.05)
+
+
+def test_a_slow_aa_copy_is_reported() -> None:
+    report = analyse(session({}, aa_effect=1.15, noise=0.01, seed=4))
+    assert report.aa[OVERALL].verdict == "faster"
+    assert any("too unsteady" in w for w in report.warnings)
+
+
+def test_tiers_are_cut_by_claims_consistent_with_the_verdicts() -> None:
+    report = analyse(
+        session(
+            {"same:default": 1.0, "twin:default": 1.005, "slow:default": 0.8, "fast:default": 1.2},
+            noise=0.01,
+            rounds=20,
+            seed=7,
+        )
+    )
+    assert_coherent_tiers(report)
+    assert report.tiers[0] == ["fast:default"]
+    assert set(report.tiers[1]) == {BASELINE, "same:default", "twin:default", "slow:default"}
+    assert report.choice is not None and report.choice.config == "fast:default"
+
+
+def test_seed_experiments_are_measured_within_the_recommended_config() -> None:
+    """The hand-built unrolled GRU runs 25 % faster than the Keras layer inside the winning
+    config; nothing else differs within it."""
+    fast = {"gru-keras": 1.2, "gru-static": 1.5, "gru-dynamic": 1.5}
+    report = analyse(session({"fast:default": fast}, benchmarks=tuple(SUITE), seed=6, rounds=20))
+    assert report.choice is not None and report.choice.config == "fast:default"
+    by_name = {e.benchmark: e for e in report.contrasts}
+    assert [c.name for c in CONTRASTS] == list(by_name)
+    unrolled = by_name[CONTRASTS[0].name]
+    assert unrolled.config == "fast:default" and unrolled.verdict == "faster"
+    assert unrolled.low < 1.25 < unrolled.high
+    assert all(e.verdict in ("equivalent", "undecided") for e in report.contrasts[1:])
+
+
+def test_only_a_faster_verdict_recommends_a_config() -> None:
+    """With 3 rounds a config 12 % ahead is mostly undecided: the baseline stays, and the
+    reason says what the verdicts say and nothing more."""
+    effects = {"fast:default": 1.12, "near:default": 1.03}
+    effects |= {f"filler{i}:default": 1.0 for i in range(10)}
+    for seed in range(10):
+        report = analyse(session(effects, noise=0.03, rounds=3, seed=seed))
+        verdict = {e.config: e.verdict for e in report.ranking}["fast:default"]
+        choice = report.choice
+        assert choice is not None
+        if verdict == "faster":
+            assert choice.config == "fast:default"
+        else:
+            assert choice.config == BASELINE
+            counts = {
+                v: sum(e.verdict == v for e in report.ranking)
+                for v in ("faster", "equivalent", "undecided", "slower")
+            }
+            for v, count in counts.items():
+                assert (f"{count} {v}" in choice.reason) == (count > 0), choice.reason
+
+
+def test_a_partly_failing_config_stays_flagged_and_is_never_recommended() -> None:
+    """`broken` is 30 % faster on what it measures but fails gru-keras every round: it is
+    ranked on the other benchmarks, flagged, kept in the per-benchmark table, and the use-this
+    block names why it is not recommended."""
+    benches = ("gru-keras", "matmul-pinned", "input-fed")
+    report = analyse(
+        session(
+            {"broken:default": 1.3, "fast:default": 1.1},
+            failing={"broken:default": ["gru-keras"]},
+            benchmarks=benches,
+            noise=0.01,
+            rounds=12,
+            seed=3,
+        )
+    )
+    by_config = {e.config: e for e in report.ranking}
+    assert by_config["broken:default"].verdict == "faster"
+    assert report.flags["broken:default"].missing == ("gru-keras",)
+    assert ("broken:default", "matmul-pinned") in report.estimates
+    assert ("broken:default", "gru-keras") not in report.estimates
+    assert any("broken:default: no results for gru-keras" in w for w in report.warnings)
+    choice = report.choice
+    assert choice is not None and choice.config == "fast:default"
+    assert "broken:default was also shown faster but no results for gru-keras" in choice.reason
+
+
+def test_per_benchmark_verdicts() -> None:
+    report = analyse(
+        session({"mixed:default": {"gru-keras": 1.30, "matmul-pinned": 0.75}}, seed=11, rounds=20)
+    )
+    estimates = report.estimates
+    assert estimates[("mixed:default", "gru-keras")].verdict == "faster"
+    assert estimates[("mixed:default", "matmul-pinned")].verdict == "slower"
+    assert estimates[("mixed:default", "input-fed")].verdict in ("equivalent", "undecided")
+    gru = estimates[("mixed:default", "gru-keras")]
+    assert gru.low < gru.ratio < gru.high and gru.ratio == pytest.approx(1.30, rel=0.03)

@@ -1,0 +1,59 @@
+"""The audit report of a wheel (`tfbuild inspect`): what is not a wheel is refused, an unreadable
+object makes the verdict unproven, a damaged cache entry is redone."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from support.cext import ELF_WHEEL_NAME, elf_wheel, shared_object
+from support.cli import run_tfbuild
+
+
+def test_inspect_refuses_what_is_not_a_wheel(tmp_path: Path) -> None:
+    good = elf_wheel(tmp_path / ELF_WHEEL_NAME, shared_object(tmp_path))
+    cases = {
+        "truncated": good.read_bytes()[: good.stat().st_size // 2],
+        "not a zip": b"<html>rate limited</html>",
+    }
+    for case, data in cases.items():
+        path = tmp_path / case / ELF_WHEEL_NAME
+        path.parent.mkdir()
+        path.write_bytes(data)
+        proc = run_tfbuild("inspect", str(path), "--cache-dir", str(tmp_path / "cache"))
+        assert proc.returncode == 14, proc.stderr
+        assert proc.stderr.strip() == (
+            f"tfbuild: {path}: not a zip archive (a truncated download, or not a wheel)"
+        )
+    misnamed = tmp_path / "tensorflow.whl"
+    shutil.copy(good, misnamed)
+    proc = run_tfbuild("inspect", str(misnamed))
+    assert proc.returncode == 14 and f"tfbuild: {misnamed}: not a wheel file name" in proc.stderr
+
+
+def test_an_unreadable_object_makes_the_verdict_unproven(tmp_path: Path) -> None:
+    """A truncated ELF inside a wheel is not skipped in silence: the verdict cannot say the
+    wheel runs here, and it names the object."""
+    (tmp_path / "cut").mkdir()
+    cut = elf_wheel(tmp_path / "cut" / ELF_WHEEL_NAME, shared_object(tmp_path)[:300])
+    proc = run_tfbuild("inspect", str(cut), "--json", "--cache-dir", str(tmp_path / "cache"))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["verdict"]["runs"] is None
+    assert report["verdict"]["cpu"].startswith("unproven: 1 ELF object(s) could not be read")
+    assert [u["path"] for u in report["unreadable"]] == ["pkg/m.so"]
+
+
+def test_a_corrupted_cache_entry_is_redone(tmp_path: Path) -> None:
+    good = elf_wheel(tmp_path / ELF_WHEEL_NAME, shared_object(tmp_path))
+    cache = tmp_path / "cache"
+    first = run_tfbuild("inspect", str(good), "--cache-dir", str(cache), "--json")
+    assert first.returncode == 0, first.stderr
+    (entry,) = (cache / "inspect").glob("*-v*.json")
+    entry.write_text('{"schema": "tfbuild.inspect/1", "baseli')
+    again = run_tfbuild("inspect", str(good), "--cache-dir", str(cache), "--json")
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert report["cached"] is False and report["verdict"]["runs"] is True
+    assert json.loads(entry.read_text())["sha256"] == report["sha256"]  # rewritten whole

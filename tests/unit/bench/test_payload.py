@@ -1,0 +1,32 @@
+"""The benchmark payload that runs inside a runtime: what it imports, and that it agrees with the
+suite."""
+
+from __future__ import annotations
+
+import ast
+import sys
+
+from tfbuild.bench import payload
+from tfbuild.config import suite
+from tfbuild.runtime.base import PAYLOAD
+
+
+def test_payload_and_suite_agree() -> None:
+    assert tuple(suite.BENCHMARKS) == payload.BENCHMARKS
+    assert set(payload.ITERATIONS) == set(payload.BUILDERS) == set(payload.BENCHMARKS)
+    assert suite.SUITE_VERSION == payload.SUITE_VERSION
+    for contrast in suite.CONTRASTS:  # a ratio of throughputs needs one unit for both ways
+        faster_if, than = suite.BENCHMARKS[contrast.faster_if], suite.BENCHMARKS[contrast.than]
+        assert faster_if.unit == than.unit, contrast
+
+
+def test_payload_imports_only_stdlib_numpy_tensorflow() -> None:
+    tree = ast.parse(PAYLOAD.read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    allowed = set(sys.stdlib_module_names) | {"numpy", "tensorflow", "__future__"}
+    assert imported <= allowed, imported - allowed

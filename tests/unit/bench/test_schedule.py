@@ -1,0 +1,62 @@
+"""A session's rounds, replayed from real recorded processes (support.replay): a config shown
+slower stops early while the baseline keeps running, and the budget stops the session."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from support.cli import run_tfbuild
+from support.replay import SEQUENTIAL, false_claims, replay_session, report
+from support.synthetic import write
+
+from tfbuild.analysis.estimates import OVERALL
+
+
+def test_a_slow_config_is_stopped_early_and_the_baseline_keeps_running() -> None:
+    doc = replay_session(
+        4, SEQUENTIAL, 3, {"c01:default": 0.6, "c02:default": 1.0, "c03:default": 1.0}
+    )
+    first_out = {e.config: look.round for look in doc.looks or () for e in look.eliminated}
+    assert first_out["c01:default"] <= 6
+    runs_of: dict[str, int] = {}
+    for run in doc.runs:
+        runs_of[run.config] = runs_of.get(run.config, 0) + 1
+    rounds = len(doc.order or ())
+    assert runs_of["base:default"] == runs_of["base:default~aa"] == rounds
+    assert runs_of["c01:default"] == first_out["c01:default"] < rounds
+    r = report(doc)
+    assert not r.replay
+    assert r.estimates[("c01:default", OVERALL)].verdict == "slower"
+    assert "c01:default" in r.tiers[-1] and len(r.tiers) == 2
+    assert doc.session.stop is not None
+    assert doc.session.stop.reason in ("resolved", "max_rounds")
+
+
+def test_the_budget_stops_the_session_and_says_so() -> None:
+    design = replace(SEQUENTIAL, budget_s=300.0, resolve=0.001)
+    doc = replay_session(6, design, 5)
+    stop = doc.session.stop
+    assert stop is not None
+    assert stop.reason == "budget" and "budget of 5 min" in stop.message
+    walls = [run.wall_s for run in doc.runs]
+    assert sum(walls) <= 300.0
+    assert len(doc.order or ()) >= SEQUENTIAL.first
+
+
+def test_two_rounds_cut_by_the_budget_still_make_a_report(tmp_path: Path) -> None:
+    """A budget that ends the session after two rounds (df 1, levels near zero): intervals
+    reach beyond any printable ratio, the report says so instead of crashing, and claims
+    nothing."""
+    design = replace(SEQUENTIAL, budget_s=1.0)
+    doc = replay_session(16, design, 8)
+    assert doc.session.stop is not None
+    assert len(doc.order or ()) == 2 and doc.session.stop.reason == "budget"
+    r = report(doc)
+    assert not false_claims(r) and not r.out
+    path = write(tmp_path / "two.json", doc)
+    proc = run_tfbuild("compare", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert ">999]" in proc.stdout and "stopped: the budget of 0 min" in " ".join(
+        proc.stdout.split()
+    )

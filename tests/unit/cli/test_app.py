@@ -1,0 +1,46 @@
+"""The command line as a user meets it: the entry points, help and version, and exit codes."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from support.cli import run_tfbuild
+from support.env import FIXTURES, REPO
+
+from tfbuild import __version__
+
+HASWELL = FIXTURES / "cpuinfo" / "haswell-xeon-e5-2680v3.cpuinfo"
+
+
+def test_version_help_and_module_entry() -> None:
+    proc = run_tfbuild("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"tfbuild, version {__version__}"
+    proc = run_tfbuild("--help")
+    assert proc.returncode == 0
+    for command in ("detect", "matrix"):
+        assert command in proc.stdout
+
+
+def test_console_script_installed() -> None:
+    script = Path(sys.executable).parent / "tfbuild"
+    assert script.exists() or shutil.which("tfbuild"), "pip install . must provide `tfbuild`"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["matrix", "--only", "mkl-avx3"], 4, "selects nothing"),
+        (["detect", "--cpuinfo", "/nonexistent/cpuinfo"], 3, "/nonexistent/cpuinfo: cannot read"),
+        (["detect", "--cpuinfo", str(HASWELL), "--host", str(HASWELL)], 64, "give one of them"),
+        (["matrix", "--bogus"], 64, "No such option"),
+        (["matrix", "--host", str(HASWELL)], 3, "not valid JSON"),
+    ],
+)
+def test_exit_codes(args: list[str], code: int, message: str) -> None:
+    proc = run_tfbuild(*args, cwd=REPO)
+    assert proc.returncode == code, proc.stderr
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr

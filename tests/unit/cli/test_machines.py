@@ -1,0 +1,144 @@
+"""The command line as a user meets it: subprocesses, exit codes, messages, JSON documents."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from support.cli import run_tfbuild
+from support.env import FIXTURES, REPO
+
+HASWELL = FIXTURES / "cpuinfo" / "haswell-xeon-e5-2680v3.cpuinfo"
+
+
+def published_schema() -> jsonschema.Draft202012Validator:
+    """The schema `tfbuild detect --schema` prints, as a validator (checked to be a schema)."""
+    proc = run_tfbuild("detect", "--schema")
+    assert proc.returncode == 0, proc.stderr
+    schema = json.loads(proc.stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_detect_json_validates_against_published_schema() -> None:
+    proc = run_tfbuild("detect", "--json")
+    assert proc.returncode == 0, proc.stderr
+    published_schema().validate(json.loads(proc.stdout))
+
+
+def _set(path: str, value: object) -> Callable[[dict[str, Any]], None]:
+    def change(document: dict[str, Any]) -> None:
+        *parents, key = path.split(".")
+        for part in parents:
+            document = document[part]
+        document[key] = value
+
+    return change
+
+
+def _drop(path: str) -> Callable[[dict[str, Any]], None]:
+    def change(document: dict[str, Any]) -> None:
+        *parents, key = path.split(".")
+        for part in parents:
+            document = document[part]
+        del document[key]
+
+    return change
+
+
+MUTATIONS = {
+    "another schema": _set("schema", "tfbuild.host/2"),
+    "no CPU": _drop("cpu"),
+    "no flags": _drop("cpu.flags"),
+    "a level beyond v4": _set("cpu.isa_level", 5),
+    "a level as text": _set("cpu.isa_level", "x86-64-v3"),
+    "an instruction set not a boolean": _set("cpu.tf_flags.avx2", "yes"),
+    "an instruction set missing": _drop("cpu.tf_flags.avx512f"),
+    "no CPUs": _set("topology.logical_cpus", 0),
+    "an unknown source": _set("source.kind", "guessed"),
+}
+
+
+@pytest.mark.parametrize(
+    "cpuinfo", sorted(p.name for p in (FIXTURES / "cpuinfo").glob("*.cpuinfo"))
+)
+def test_saved_profiles_validate_and_mutated_ones_are_refused(cpuinfo: str) -> None:
+    """Every saved cpuinfo of the fixtures, profiled by `detect --cpuinfo --json`, validates
+    against the published schema; each of the mutations is refused by it."""
+    proc = run_tfbuild("detect", "--cpuinfo", str(FIXTURES / "cpuinfo" / cpuinfo), "--json")
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(proc.stdout)
+    validator = published_schema()
+    validator.validate(document)
+    for name, change in MUTATIONS.items():
+        mutated = copy.deepcopy(document)
+        change(mutated)
+        assert not validator.is_valid(mutated), name
+
+
+def test_detect_table_names_every_section() -> None:
+    proc = run_tfbuild("detect")
+    assert proc.returncode == 0, proc.stderr
+    for heading in (
+        "x86-64 level",
+        "closest safe -march",
+        "physical cores",
+        "cgroup CPU quota",
+        "glibc",
+        "NVIDIA GPUs",
+        "Docker engine",
+        "qemu-user",
+        "bazel copts",
+        "intra-op threads",
+        "OMP_NUM_THREADS",
+    ):
+        assert heading in proc.stdout
+
+
+def test_saved_cpuinfo_then_plan_for_that_host(tmp_path: Path) -> None:
+    saved = tmp_path / "fleet.json"
+    proc = run_tfbuild("detect", "--cpuinfo", str(HASWELL), "--json", "-o", str(saved))
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(saved.read_text())
+    published_schema().validate(document)
+    assert document == json.loads(proc.stdout)
+    assert document["cpu"]["march"] == "haswell" and document["source"]["kind"] == "cpuinfo"
+    plan = run_tfbuild("matrix", "--host", str(saved), "--json", cwd=REPO)
+    assert plan.returncode == 0, plan.stderr
+    runs = {v["name"]: v["runs_here"] for v in json.loads(plan.stdout)["variants"]}
+    assert runs["avx512"] is False and runs["avx2-fma"] is True
+    table = run_tfbuild("matrix", "--host", str(saved), cwd=REPO)
+    assert "needs AVX512F" in table.stdout
+
+
+def test_matrix_default_lookup(tmp_path: Path) -> None:
+    # an empty folder: the packaged matrix
+    proc = run_tfbuild("matrix", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["matrix"].endswith("matrix.yaml")
+    assert "mkl-avx2" in proc.stdout
+    # ./matrix.yaml wins when present
+    (tmp_path / "matrix.yaml").write_text(
+        "variants:\n  - {name: only-one, source: pypi, requirement: tensorflow-cpu}\n"
+    )
+    proc = run_tfbuild("matrix", "--json", cwd=tmp_path)
+    assert [v["name"] for v in json.loads(proc.stdout)["variants"]] == ["only-one"]
+
+
+def test_matrix_errors_are_located_without_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "matrix.yaml"
+    bad.write_text("variants:\n  - name: a\n    source: bazel\n    cpu_flags: [avx2, fmaa]\n")
+    proc = run_tfbuild("matrix", "--matrix", str(bad))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(
+        f"{bad}:4:23: variant 'a'.cpu_flags[1]: unknown CPU flag (got 'fmaa';"
+    )
+    assert "did you mean 'fma'?" in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    debug = run_tfbuild("matrix", "--matrix", str(bad), "--debug")
+    assert debug.returncode == 2 and "Traceback" in debug.stderr

@@ -1,0 +1,157 @@
+"""Planning: selection patterns, can-it-run verdicts and tunings resolved per host."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from support.env import FIXTURES, REPO
+
+from tfbuild.config.load import load_matrix
+from tfbuild.config.model import Tuning, Variant
+from tfbuild.errors import SelectionError
+from tfbuild.machine.detect import profile_from_cpuinfo
+from tfbuild.machine.profile import Gpu, GpuInfo, HostProfile
+from tfbuild.plan.make import make_plan
+from tfbuild.plan.select import select
+
+CPUINFO = FIXTURES / "cpuinfo"
+MATRIX = load_matrix(REPO / "matrix.yaml")
+
+
+def fleet(name: str) -> HostProfile:
+    return profile_from_cpuinfo(CPUINFO / f"{name}.cpuinfo")
+
+
+def verdicts(profile: HostProfile) -> dict[str, tuple[bool | None, str]]:
+    plan = make_plan(MATRIX, profile)
+    return {pv.variant.name: (pv.verdict.runs, pv.verdict.summary) for pv in plan.variants}
+
+
+def test_haswell_cannot_run_avx512_builds() -> None:
+    v = verdicts(fleet("haswell-xeon-e5-2680v3"))
+    assert v["avx512"][0] is False
+    assert (
+        "needs AVX512F, AVX512CD, AVX512BW, AVX512DQ, AVX512VL; this CPU has up to AVX2"
+        in v["avx512"][1]
+    )
+    assert v["intel-avx512-2.14"][0] is False
+    assert v["avx2-fma"][0] is True and v["mkl-avx2"][0] is True and v["stock"][0] is True
+    # native resolves to this host's own name, so it always runs on the host it was planned for
+    assert v["native"][0] is True
+
+
+def test_nehalem_cannot_run_stock_tensorflow() -> None:
+    v = verdicts(fleet("nehalem-xeon-x3430"))
+    assert v["stock"][0] is False and "needs AVX; this CPU has up to SSE4.2" in v["stock"][1]
+    assert v["avx2-fma"][0] is False
+    assert v["native"][0] is True
+
+
+def test_saved_cpuinfo_has_no_gpu_information() -> None:
+    v = verdicts(fleet("zen4-epyc-9654"))
+    assert v["cuda-sm90"][0] is None
+    assert "no GPU information" in v["cuda-sm90"][1]
+    assert v["avx512"][0] is True
+
+
+def test_native_march_resolves_per_host() -> None:
+    plan = make_plan(MATRIX, fleet("skylake-sp-xeon-gold-6132"), only=["native"])
+    assert plan.variants[0].march == "skylake-avx512"
+    assert plan.variants[0].compiler_flags == ("-march=skylake-avx512",)
+    plan = make_plan(MATRIX, fleet("zen3-ryzen9-5950x"), only=["native"])
+    assert plan.variants[0].compiler_flags == ("-march=znver3",)
+
+
+def with_gpus(profile: HostProfile, *caps: str | None) -> HostProfile:
+    """GPU lists are made up: no GPU exists on the machines tfbuild is tested on."""
+    gpus = GpuInfo(
+        nvidia_smi="/usr/bin/nvidia-smi",
+        devices=tuple(Gpu(i, f"GPU {cap}", cap, "550.54.15", 81920) for i, cap in enumerate(caps)),
+    )
+    return dataclasses.replace(profile, gpus=gpus)
+
+
+@pytest.mark.parametrize(
+    ("caps", "runs"),
+    [
+        (("9.0",), True),  # H100/H200: sm_90 SASS
+        (("10.0",), True),  # newer GPU: compute_90 PTX JIT-compiles
+        (("8.9",), False),  # L4: older than every binary in the wheel
+        ((), False),
+        ((None,), None),  # driver cannot report compute capability
+    ],
+)
+def test_cuda_verdicts(caps: tuple[str | None, ...], runs: bool | None) -> None:
+    """Made-up GPU lists (no GPU here) against the cuda-sm90 variant (sm_90, compute_90)."""
+    profile = with_gpus(fleet("zen4-epyc-9654"), *caps)
+    assert verdicts(profile)["cuda-sm90"][0] is runs
+
+
+def test_python_outside_release_range() -> None:
+    m = load_matrix(REPO / "matrix.yaml")
+    variant = dataclasses.replace(m.variant("stock-2.14"), python="3.12")
+    matrix = dataclasses.replace(m, variants=(variant,), baseline=m.baseline)
+    plan = make_plan(matrix, fleet("haswell-xeon-e5-2680v3"))
+    assert plan.variants[0].verdict.runs is False
+    assert "TensorFlow 2.14 has no wheels for Python 3.12 (supports 3.9 to 3.11)" in (
+        plan.variants[0].verdict.summary
+    )
+
+
+def test_missing_local_wheel(tmp_path: Path) -> None:
+    text = (
+        "variants:\n  - name: w\n    source: wheel\n"
+        "    path: gone/tensorflow-2.17.1-cp311-cp311-linux_x86_64.whl\n"
+    )
+    path = tmp_path / "matrix.yaml"
+    path.write_text(text)
+    plan = make_plan(load_matrix(path), fleet("haswell-xeon-e5-2680v3"))
+    verdict = plan.variants[0].verdict
+    assert verdict.runs is False and "wheel file not found" in verdict.summary
+    assert "`tfbuild inspect`" in verdict.summary
+
+
+def names(pairs: list[tuple[Variant, Tuning]]) -> list[str]:
+    return [f"{v.name}:{t.name}" for v, t in pairs]
+
+
+def test_selection_patterns() -> None:
+    assert len(select(MATRIX)) == len(MATRIX.variants) * len(MATRIX.tunings)
+    assert names(select(MATRIX, only=["intel-2.14:single-*"])) == ["intel-2.14:single-thread"]
+    assert {v.name for v, _ in select(MATRIX, only=["intel-*"])} == {
+        "intel-2.14",
+        "intel-avx512-2.14",
+    }
+    picked = select(MATRIX, only=["stock*"], skip=["*:onednn-off", "stock-2.14"])
+    assert names(picked) == ["stock:default", "stock:single-thread", "stock:physical-cores"]
+    # ids match as well as names
+    assert names(select(MATRIX, only=["tf2.21-py3.11-mkl-avx2:default"])) == ["mkl-avx2:default"]
+    with pytest.raises(SelectionError, match="selects nothing"):
+        select(MATRIX, only=["mkl-avx3"])
+
+
+def test_unknown_variant_suggests() -> None:
+    with pytest.raises(SelectionError, match="did you mean 'mkl-avx2'"):
+        MATRIX.variant("mkl-avx3")
+
+
+def test_tunings_resolve_per_host() -> None:
+    sapphire = make_plan(MATRIX, fleet("sapphirerapids-xeon-platinum-8488c"))
+    tunings = {t.name: t for t in sapphire.tunings}
+    assert tunings["physical-cores"].intra_op == 8
+    assert dict(tunings["physical-cores"].env)["OMP_NUM_THREADS"] == "8"
+    assert tunings["single-thread"].intra_op == 1
+    assert tunings["default"].intra_op is None
+    assert dict(tunings["onednn-off"].env) == {"TF_ENABLE_ONEDNN_OPTS": "0"}
+
+
+def test_plan_json_lists_every_config() -> None:
+    plan = make_plan(MATRIX, fleet("haswell-xeon-e5-2680v3"), only=["stock*", "avx512"])
+    doc = plan.to_json()
+    assert doc["schema"] == "tfbuild.plan/1"
+    assert [c["key"] for c in doc["configs"]][:2] == ["stock:default", "stock:single-thread"]
+    assert len(doc["configs"]) == 3 * 4
+    avx512 = next(v for v in doc["variants"] if v["name"] == "avx512")
+    assert avx512["runs_here"] is False and "avx512f" in avx512["required_cpu_flags"]

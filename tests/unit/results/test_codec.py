@@ -1,0 +1,72 @@
+"""Results files: read and written only through the typed model, every problem named by its
+place."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.cli import compare, run_tfbuild
+from support.synthetic import edited
+
+from tfbuild.results.codec import load
+
+
+def test_results_load_refuses_other_files(tmp_path: Path) -> None:
+    from tfbuild.errors import ResultsError
+
+    bad = tmp_path / "x.json"
+    bad.write_text(json.dumps({"schema": "tfbuild.host/1"}))
+    with pytest.raises(
+        ResultsError, match=r"expected 'tfbuild\.results/2' or 'tfbuild\.results/1'"
+    ):
+        load(bad)
+    bad.write_text("{")
+    with pytest.raises(ResultsError, match="not a JSON results file"):
+        load(bad)
+
+
+def sample(document: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = document["runs"][3]["benchmarks"]["gru-keras"]["samples"][1]
+    return entry
+
+
+def set_sample(value: object) -> Callable[[dict[str, Any]], None]:
+    return lambda d: sample(d).__setitem__("throughput", value)
+
+
+RESULTS = {
+    "no host": (edited(lambda d: d.pop("host")), "results.json: host: missing"),
+    "no runs": (edited(lambda d: d.pop("runs")), "results.json: runs: missing"),
+    "runs not a list": (edited(lambda d: d.__setitem__("runs", {})), "runs: an object where"),
+    "unknown config": (
+        edited(lambda d: d["runs"][2].__setitem__("config", "ghost:default")),
+        "runs[2].config: 'ghost:default' is not among configs",
+    ),
+    "negative throughput": (
+        edited(set_sample(-5.0)),
+        "runs[3].benchmarks.gru-keras.samples[1].throughput: -5.0 is not a positive number",
+    ),
+    "string throughput": (edited(set_sample("fast")), "'fast' is not a positive number"),
+    "NaN throughput": (edited(set_sample(float("nan"))), "nan is not a positive number"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RESULTS))
+def test_compare_refuses_a_damaged_results_file(case: str, tmp_path: Path) -> None:
+    make, message = RESULTS[case]
+    path = make(tmp_path)
+    proc = run_tfbuild("compare", str(path))
+    assert proc.returncode == 9, proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"tfbuild: {path}") and message in line, line
+
+
+def test_not_a_results_file(tmp_path: Path) -> None:
+    bad = tmp_path / "host.json"
+    bad.write_text(json.dumps({"schema": "tfbuild.host/1"}))
+    proc = compare(str(bad))
+    assert proc.returncode == 9 and "expected 'tfbuild.results/2'" in proc.stderr

@@ -1,0 +1,161 @@
+"""The cached local venvs: made in place (a venv's scripts name its path), found broken when
+a script's interpreter is gone, and made again."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from support.cext import build_wheel, pure_wheel, tagged_wheel
+from support.env import require
+
+from tfbuild.build.render import render_runtime, template_dirs
+from tfbuild.config.load import load_matrix
+from tfbuild.config.model import PipSettings
+from tfbuild.errors import InstallError
+from tfbuild.fetch import _artifact
+from tfbuild.machine.pythons import RUNNING_PYTHON, find_python
+from tfbuild.runtime.venv import LocalVenv
+from tfbuild.store import Artifact
+
+
+def test_a_venv_works_where_it_stands_and_a_broken_one_is_redone(tmp_path: Path) -> None:
+    wheel = pure_wheel(tmp_path, "tfbuild_venv_probe", "1.0", [])
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    artifact = Artifact("probe", wheel, digest, (), {})
+    venv = LocalVenv(artifact, tmp_path / "cache", PipSettings("inherit", "inherit", "inherit", ()))
+    assert venv.prepare() is True
+    # Its scripts point at the venv itself, not at a temporary name it was built under.
+    shebang = (venv.path / "bin" / "pip").read_text().splitlines()[0]
+    assert shebang == f"#!{venv.path}/bin/python"
+    version = subprocess.run(
+        [str(venv.path / "bin" / "pip"), "--version"], capture_output=True, text=True, check=True
+    )
+    assert str(venv.path) in version.stdout
+    assert venv.prepare() is False  # ready: reused
+    # A script whose interpreter is gone (a moved venv) makes it not ready: made again.
+    pip = venv.path / "bin" / "pip"
+    pip.write_text(pip.read_text().replace(str(venv.path), str(tmp_path / "gone"), 1))
+    assert venv.prepare() is True
+    assert (venv.path / "bin" / "pip").read_text().splitlines()[0] == shebang
+    probe = subprocess.run(
+        [str(venv.interpreter), "-c", "import tfbuild_venv_probe as p; print(p.VERSION)"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert probe.stdout.strip() == "1.0"
+
+
+INHERIT = PipSettings("inherit", "inherit", "inherit", ())
+
+
+def test_local_venv_is_cached_and_rebuilt_when_broken(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path, package="tinypkg", version="1.0", cflags=[])
+    artifact = Artifact("tiny", wheel, "0" * 64, (), {})
+    venv = LocalVenv(artifact, tmp_path / "cache", INHERIT)
+    assert venv.prepare() is True
+    assert venv.prepare() is False  # reused
+    again = LocalVenv(artifact, tmp_path / "cache", INHERIT)
+    assert again.path == venv.path and again.prepare() is False
+    (venv.path / "bin" / "python").unlink()  # broken
+    assert venv.prepare() is True
+    check = venv.interpreter
+    assert check.exists()
+    constrained = LocalVenv(
+        Artifact("tiny", wheel, "0" * 64, ("numpy<2",), {}), tmp_path / "cache", INHERIT
+    )
+    assert constrained.path != venv.path  # constraints are part of the key
+
+
+SETTINGS = PipSettings("inherit", "inherit", "inherit", ())
+
+
+OTHER = "3.12" if RUNNING_PYTHON != "3.12" else "3.11"
+
+
+def artifact(path: Path, extras: tuple[str, ...] = ()) -> Artifact:
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return Artifact("probe", path, digest, (), {}, extras)
+
+
+def test_a_local_venv_is_made_from_the_wheels_python(tmp_path: Path) -> None:
+    """A cp3XY wheel gets a venv of CPython 3.XY (another version than tfbuild's own), and a
+    wheel for a Python this machine lacks is refused by name."""
+    found = find_python(OTHER)
+    require(found is not None, f"no Python {OTHER} interpreter on this machine")
+    tag = f"cp{OTHER.replace('.', '')}-none-any"
+    venv = LocalVenv(
+        artifact(tagged_wheel(tmp_path, "tfbuild_pyprobe", tag)), tmp_path / "c", SETTINGS
+    )
+    assert venv.python == found
+    assert venv.prepare() is True
+    probe = subprocess.run(
+        [str(venv.interpreter), "-c", "import tfbuild_pyprobe as p; print(p.PYTHON)"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert probe.stdout.strip() == OTHER
+    with pytest.raises(InstallError, match=r"needs Python 3\.99; tfbuild runs on Python"):
+        LocalVenv(
+            artifact(tagged_wheel(tmp_path, "later", "cp399-none-any")), tmp_path / "c", SETTINGS
+        )
+
+
+def test_a_cuda_build_is_installed_with_its_and_cuda_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TensorFlow's CUDA wheels carry no CUDA libraries (--config=cuda_wheel); its and-cuda
+    extra names them. A CUDA source build's artifact asks for that extra, and real pip
+    installs what the extra names (offline, from a local folder of wheels)."""
+    links = tmp_path / "links"
+    links.mkdir()
+    tagged_wheel(links, "tfbuild_cudalib_probe", "py3-none-any")
+    main = tagged_wheel(
+        tmp_path, "tfbuild_cuda_probe", "py3-none-any",
+        "Provides-Extra: and-cuda\nRequires-Dist: tfbuild_cudalib_probe; extra == 'and-cuda'\n",
+    )  # fmt: skip
+    (tmp_path / "m.yaml").write_text(
+        "variants:\n  - name: gpu\n    source: bazel\n    tensorflow: 2.21.0\n"
+        "    cuda: {version: '12.8.1', cudnn: '9.8.0', compute_capabilities: [sm_90]}\n"
+        "  - {name: cpu, source: bazel, tensorflow: 2.21.0}\n"
+        "  - {name: stock-gpu, source: pypi, requirement: 'tensorflow[and-cuda]==2.21.0'}\n"
+    )
+    matrix = load_matrix(tmp_path / "m.yaml")
+    digest = hashlib.sha256(main.read_bytes()).hexdigest()
+    gpu = _artifact(matrix.variant("gpu"), main, {"sha256": digest})
+    assert gpu.extras == ("and-cuda",) and gpu.wants_gpu
+    assert _artifact(matrix.variant("cpu"), main, {"sha256": digest}).extras == ()
+    stock = _artifact(matrix.variant("stock-gpu"), main, {"sha256": digest})
+    assert stock.extras == ("and-cuda",)  # a requirement's extras survive the store
+    script = render_runtime(
+        template_dirs(None),
+        {"wheel": main.name, "install_target": gpu.install_target, "pythons": [],
+         "sha256": digest, "uid": 1000},
+    )  # fmt: skip
+    assert f"'./wheel/{main.name}[and-cuda]'" in script
+    assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
+
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    venv = LocalVenv(gpu, tmp_path / "cache", SETTINGS)
+    assert venv.prepare() is True
+    listed = subprocess.run(
+        [str(venv.interpreter), "-m", "pip", "list", "--format=json"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    names = {p["name"].replace("-", "_") for p in json.loads(listed.stdout)}
+    assert {"tfbuild_cuda_probe", "tfbuild_cudalib_probe"} <= names
+
+    # The same wheel without the extra is another venv, without the CUDA libraries; a results
+    # file keeps the extra for --resume.
+    cpu = _artifact(matrix.variant("cpu"), main, {"sha256": digest})
+    plain = LocalVenv(cpu, tmp_path / "cache", SETTINGS)
+    assert plain.path != venv.path and plain.prepare() is True
+    listed = subprocess.run(
+        [str(plain.interpreter), "-m", "pip", "list", "--format=json"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    names = {p["name"].replace("-", "_") for p in json.loads(listed.stdout)}
+    assert "tfbuild_cuda_probe" in names and "tfbuild_cudalib_probe" not in names
+    assert Artifact.from_json(json.loads(json.dumps(gpu.to_json())), gpu.manifest) == gpu

@@ -1,0 +1,338 @@
+"""Estimates and the claims made from them: each config against the baseline (a trimmed-mean
+interval of per-round log ratios, with a verdict against a practical margin), which configs
+cannot be the fastest (multiple comparisons with the best), the tiers, and when each comparison
+is judged under alpha spending (see tfbuild.analysis.report for the whole method)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tfbuild import stats
+from tfbuild.analysis.rounds import Rounds, differences
+from tfbuild.analysis.sessions import Timeline
+from tfbuild.results.model import Design, Results
+
+OVERALL = "overall"
+ALPHA = 0.05
+SPLIT = {"ranking": 0.025, "selection": 0.015, "benchmarks": 0.005, "experiments": 0.005}
+MIN_MARGIN = 0.02
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A config relative to a reference, on one benchmark or overall (or a seed experiment)."""
+
+    config: str
+    benchmark: str
+    ratio: float
+    """Throughput ratio, config / reference (trimmed mean of per-round log ratios): above 1 is
+    faster."""
+    low: float
+    high: float
+    """The simultaneous interval of the ratio."""
+    level: float
+    """Two-sided level the interval was drawn at (after multiplicity and alpha spending)."""
+    p: float
+    """Unadjusted two-sided p-value of 'no difference', for reference."""
+    rounds: int
+    sd: float
+    """Robust sd of one round's log ratio."""
+    margin: float
+    verdict: str
+    """faster, slower, equivalent, undecided (or baseline)."""
+
+    @property
+    def half_width(self) -> float:
+        """How far the interval reaches from the estimate, as a fraction of it."""
+        if not (self.ratio > 0 and math.isfinite(self.low) and math.isfinite(self.high)):
+            return math.inf
+        return max(self.high / self.ratio - 1.0, 1.0 - self.low / self.ratio)
+
+
+@dataclass(frozen=True)
+class Out:
+    """A claim: `config` cannot be the fastest; `than` is ahead of it beyond the bound."""
+
+    config: str
+    than: str
+    round: int
+    """Rounds the claim was made after (the look)."""
+    ratio: float
+    """Throughput of config over than's, paired by round."""
+    upper: float
+    """The one-sided upper bound of that ratio (below 1)."""
+
+
+def verdict(low: float, high: float, margin: float) -> str:
+    """From an interval of the log ratio and a margin (fraction)."""
+    m = math.log1p(margin)
+    if low > m:
+        return "faster"
+    if high < -m:
+        return "slower"
+    if low > -m and high < m:
+        return "equivalent"
+    return "undecided"
+
+
+def estimate(
+    config: str, benchmark: str, logs: Sequence[float], level: float, margin: float
+) -> Estimate | None:
+    """The trimmed-mean interval of per-round log ratios at two-sided `level`, with a verdict;
+    None before the first look (no level to judge at)."""
+    if level <= 0.0 or len(logs) < 2:
+        return None
+    loc = stats.trimmed(logs)
+    low, high = loc.interval(1.0 - level)
+    return Estimate(
+        config=config,
+        benchmark=benchmark,
+        ratio=stats.exp(loc.estimate),
+        low=stats.exp(low),
+        high=stats.exp(high),
+        level=level,
+        p=loc.p_value(),
+        rounds=loc.n,
+        sd=loc.sd,
+        margin=margin,
+        verdict=verdict(low, high, margin),
+    )
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every look and the final analysis share."""
+
+    baseline: str
+    aa: str | None
+    benchmarks: tuple[str, ...]
+    compared: tuple[str, ...]
+    """Every config compared with the baseline (the A/A copy and the baseline excluded)."""
+    design: Design
+    measured: Mapping[str, tuple[str, ...]]
+    """config -> the benchmarks its overall level is taken over (those it has results for)."""
+    family: int
+    """Comparisons in the ranking family: every config that was to run, and the A/A check
+    (fixed before the first round, so a look and its replay count the same)."""
+    timeline: Timeline
+    rivals: int = 1
+    """k - 1 for the k configs that were to run, the baseline included: the comparisons with
+    the fastest one that the selection family covers."""
+    at: Mapping[str, int] = field(default_factory=dict)
+    """config -> the look its estimate is taken at, when not the last one (a config stopped
+    early is judged where it stopped)."""
+
+    @property
+    def reference(self) -> tuple[str, ...]:
+        return (self.baseline, self.aa) if self.aa else (self.baseline,)
+
+    def look_of(self, config: str) -> int:
+        return self.at.get(config, self.timeline.last)
+
+    def level(self, alpha: float, config: str) -> float:
+        return self.timeline.level(alpha, self.look_of(config))
+
+
+def ranking_estimates(setup: Setup, logs: Rounds, margin: float) -> dict[str, Estimate]:
+    """Every config against the baseline, overall, each at its own look."""
+    alpha = SPLIT["ranking"] / setup.family
+    out = {}
+    for config in setup.compared:
+        benches = setup.measured.get(config) or setup.benchmarks
+        d = differences(logs, config, setup.reference, benches, setup.look_of(config))
+        e = estimate(config, OVERALL, d, setup.level(alpha, config), margin)
+        if e is not None:
+            out[config] = e
+    return out
+
+
+def out_claims(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) -> list[Out]:
+    """Which of `configs` (the baseline included) cannot be the fastest: A is out when another
+    config B is faster, the one-sided bound of B/A (paired by round) above 1. Multiple
+    comparisons with the best (Hsu; Gupta's subset selection): only the comparisons of the
+    others with the truly fastest config can wrongly put it out, so Bonferroni runs over
+    those k - 1, at one-sided SPLIT["selection"] / (k - 1), spent over the looks. Each pair is
+    judged where the earlier of the two stopped. For each A the strongest evidence comes
+    first."""
+    alpha = SPLIT["selection"] / setup.rivals
+    claims = []
+    for i, a in enumerate(configs):
+        for b in configs[i + 1 :]:
+            x, y = (b, a) if a == setup.baseline else (a, b)
+            look = min(setup.look_of(x), setup.look_of(y), round_)
+            pair = _pair(setup, x, y)
+            if not pair:
+                continue
+            d = differences(logs, x, pair[0], pair[1], look)
+            level = setup.timeline.level(alpha, look, one_sided=True)
+            if level <= 0.0 or len(d) < 2:
+                continue
+            loc = stats.trimmed(d)
+            if loc.df < 1 or not math.isfinite(loc.se):
+                continue
+            reach = stats.t_ppf(1.0 - level, loc.df) * loc.se
+            if loc.estimate + reach < 0.0:
+                claims.append(
+                    Out(x, y, look, stats.exp(loc.estimate), stats.exp(loc.estimate + reach))
+                )
+            elif loc.estimate - reach > 0.0:
+                claims.append(
+                    Out(y, x, look, stats.exp(-loc.estimate), stats.exp(reach - loc.estimate))
+                )
+    return sorted(claims, key=lambda c: (c.config, c.upper))
+
+
+def _pair(setup: Setup, a: str, b: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The reference for a - b (the baseline's two processes averaged) and the benchmarks both
+    measured."""
+    if a == setup.baseline:
+        raise ValueError("the baseline is compared as the second of a pair")
+    reference = setup.reference if b == setup.baseline else (b,)
+    benches = tuple(
+        x for x in setup.measured.get(a, ()) if x in setup.measured.get(b, setup.benchmarks)
+    )
+    return (reference, benches) if benches else None
+
+
+def leading(configs: Iterable[str], claims: Iterable[Out]) -> list[str]:
+    out = {c.config for c in claims}
+    return [c for c in configs if c not in out]
+
+
+def resolution(lead: Iterable[str], estimates: Mapping[str, Estimate]) -> float:
+    widths = [estimates[c].half_width if c in estimates else math.inf for c in lead]
+    return max(widths, default=0.0)
+
+
+def _reaches(sd: float, n: int, level: float, target: float) -> bool:
+    """Whether an interval at two-sided `level` from n rounds of noise `sd` reaches ±target."""
+    half = stats.t_ppf(1.0 - level / 2.0, n - 1) * sd / math.sqrt(n)
+    return stats.expm1(half) <= target
+
+
+def fixed_rounds_for(
+    setup: Setup, estimates: Mapping[str, Estimate], lead: Iterable[str], target: float
+) -> int | None:
+    """Fewest rounds a fixed design (one look at the full level) needs for every leading
+    config's interval to reach ±target, with each config's noise as measured."""
+    alpha = SPLIT["ranking"] / setup.family
+    most = 2
+    for config in lead:
+        e = estimates.get(config)
+        if e is None or not math.isfinite(e.sd):
+            continue
+        for n in range(2, 10_000):
+            if _reaches(e.sd, n, alpha, target):
+                most = max(most, n)
+                break
+        else:
+            return None
+    return most
+
+
+def rounds_to_resolve(
+    setup: Setup, estimates: Mapping[str, Estimate], lead: Iterable[str], target: float
+) -> int | None:
+    """Rounds until every leading config's interval reaches ±target at a scheduled look, if its
+    noise stays what it is (the planner behind the ETA); None if not by the horizon."""
+    alpha = SPLIT["ranking"] / setup.family
+    schedule = setup.design.schedule
+    if not schedule or setup.design.horizon is None:
+        return None
+    now = setup.timeline.last
+    most = 0
+    for config in lead:
+        e = estimates.get(config)
+        if e is None or not math.isfinite(e.sd):
+            continue
+        for k, look in enumerate(schedule):
+            if look <= now:
+                continue
+            level = stats.sequential_levels(alpha, schedule[: k + 1], setup.design.horizon)[-1]
+            if _reaches(e.sd, e.rounds + look - now, level, target):
+                most = max(most, look - now)
+                break
+        else:
+            return None
+    return most
+
+
+def noise_margin(
+    setup: Setup, logs: Rounds, benchmarks: Sequence[str], upto: int | None = None
+) -> float:
+    """The spread of one process of the same build: the robust sd of the A/A copy's per-round
+    log ratio to the baseline, over sqrt(2); never below 2 %."""
+    if setup.aa is None:
+        return MIN_MARGIN
+    d = differences(logs, setup.aa, (setup.baseline,), benchmarks, upto)
+    spread = stats.trimmed(d).sd / math.sqrt(2.0) if len(d) >= 2 else math.nan
+    return max(MIN_MARGIN, stats.expm1(spread)) if math.isfinite(spread) else MIN_MARGIN
+
+
+def tiers(configs: Sequence[str], claims: Iterable[Out]) -> list[list[str]]:
+    """Tier 1: the configs that could be the fastest (never put out); tier 2: the rest."""
+    out = {c.config for c in claims}
+    tiers = [[c for c in configs if c not in out], [c for c in configs if c in out]]
+    return [t for t in tiers if t]
+
+
+def final_timeline(
+    results: Results, design: Design, rounds: int
+) -> tuple[Timeline, dict[str, int], list[str]]:
+    """When each comparison of a session is judged, at the end: a fixed design at its one
+    look; a sequential one at the looks it took, a config stopped early at the look that
+    stopped it, and, when the session ended on its budget or horizon rather than on the data,
+    a last look at the final round that spends what alpha is left."""
+    if not design.sequential:
+        return Timeline((rounds,)), {}, []
+    looks = results.looks or ()
+    taken = [look.round for look in looks]
+    at = {e.config: look.round for look in looks for e in look.eliminated}
+    stop = results.session.stop.reason if results.session.stop else None
+    notes: list[str] = []
+    if stop in ("budget", "max_rounds", "fixed"):
+        if not taken or taken[-1] != rounds:
+            taken.append(rounds)
+        return Timeline(tuple(taken), design.horizon, spend_rest=True), at, notes
+    if stop not in ("resolved", "nothing_runs"):
+        notes.append(
+            "the session has not finished: what it claims so far is what its last look knew"
+            if taken
+            else "the session has not finished and has not looked at its data yet: it makes no "
+            "claims until then"
+        )
+    return Timeline(tuple(taken), design.horizon), at, notes
+
+
+def make_setup(
+    results: Results,
+    keys: Sequence[str],
+    logs: Rounds,
+    design: Design,
+    aa: str | None,
+    timeline: Timeline,
+    at: Mapping[str, int] | None = None,
+) -> Setup:
+    """The comparison setup for configs `keys` (baseline and A/A copy excluded) of a session,
+    judged at the looks of `timeline`."""
+    baseline = results.baseline.config
+    benchmarks = results.suite.benchmarks
+    measured = {c: tuple(b for b in benchmarks if logs.get((c, b))) for c in [*keys, baseline]}
+    compared = tuple(c for c in keys if measured[c])
+    for c in compared:  # a partly measured config is compared over what both measured
+        measured[c] = tuple(b for b in measured[c] if b in measured[baseline])
+    family = len(keys) + (1 if aa else 0)
+    return Setup(
+        baseline,
+        aa,
+        benchmarks,
+        compared,
+        design,
+        measured,
+        max(1, family),
+        timeline,
+        max(1, len(keys)),
+        at or {},
+    )

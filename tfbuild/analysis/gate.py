@@ -1,0 +1,157 @@
+"""The regression gate: new results against old ones of the same machine class (unpaired: the
+rounds are different), with a Holm-adjusted Welch test per (config, benchmark), and the configs
+the old results measured that the new ones lost."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tfbuild import stats
+from tfbuild.analysis.estimates import ALPHA
+from tfbuild.analysis.report import failures_of
+from tfbuild.analysis.rounds import round_table
+from tfbuild.analysis.sessions import Session, load_sessions
+from tfbuild.results.model import is_aa
+
+
+@dataclass(frozen=True)
+class Change:
+    host: str
+    config: str
+    benchmark: str
+    ratio: float
+    """new / old throughput: below 1 is slower."""
+    low: float
+    high: float
+    p_holm: float
+    regression: bool
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A config the old results measured that the new ones did not measure (all of it, or some
+    benchmarks), although the new session planned it: a crash is a failure, not an absence."""
+
+    host: str
+    config: str
+    benchmarks: tuple[str, ...]
+    everything: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class Gate:
+    changes: list[Change]
+    missing: list[Missing]
+    notes: list[str]
+    """What was not compared and why (a machine class on one side only, a config the new
+    matrix no longer has); none of these fail the gate."""
+
+    def causes(self, fail_above: float) -> list[str]:
+        """One line per reason the gate fails."""
+        lines = []
+        for m in self.missing:
+            what = "no results" if m.everything else "no result for " + ", ".join(m.benchmarks)
+            before = f"{len(m.benchmarks)} benchmarks" if m.everything else "them"
+            lines.append(
+                f"{m.config}: {what} in the new results ({m.why}); the old ones measured "
+                f"{before} [{m.host}]"
+            )
+        lines += [
+            f"{c.config} {c.benchmark} {c.ratio - 1:+.1%} (slower than {fail_above:.0%} allows, "
+            f"Holm p {c.p_holm:.3g}) [{c.host}]"
+            for c in self.changes
+            if c.regression
+        ]
+        return lines
+
+
+def gate(
+    new: Sequence[Session],
+    old: Sequence[Session],
+    fail_above: float,
+    allow_different_hosts: bool = False,
+) -> Gate:
+    """New results against old ones of the same machine class (see `host_key`), or all against
+    all with `allow_different_hosts`. Every (config, benchmark) measured in both gets a verdict:
+    slower by more than `fail_above` with a Holm-adjusted Welch test below 0.05 (one family
+    over every machine class) is a regression; a config the old results measured and the new
+    session planned but did not measure, wholly or in part, is missing."""
+    notes: list[str] = []
+    versions = {s.results.suite.version for s in new}
+    if len(versions) > 1:
+        load_sessions(s.path for s in new)  # says which versions are mixed
+    other = sorted({s.results.suite.version for s in old} - versions)
+    if other:  # after an upgrade: the old work is not this work, so nothing to compare with
+        notes.append(
+            f"old results of suite {', '.join(f'v{v}' for v in other)} are not compared with "
+            f"suite v{min(versions)}: they measured different work"
+        )
+        old = [s for s in old if s.results.suite.version in versions]
+    if allow_different_hosts:
+        pairs = [("any machine", list(new), list(old))]
+    else:
+        new_by, old_by = _by_host(new), _by_host(old)
+        pairs = [(key, group, old_by[key]) for key, group in new_by.items() if key in old_by]
+        notes += [f"no old results from {key}: nothing to compare" for key in new_by
+                  if key not in old_by]  # fmt: skip
+        notes += [f"no new results from {key}" for key in old_by if key not in new_by]
+    keys: list[tuple[str, str, str]] = []
+    tests = []
+    missing: list[Missing] = []
+    for host, new_group, old_group in pairs:
+        new_table, old_table = round_table(new_group), round_table(old_group)
+        planned = {c.key for s in new_group for c in s.results.configs}
+        measured: dict[str, set[str]] = defaultdict(set)
+        for config, bench in old_table:
+            if not is_aa(config):
+                measured[config].add(bench)
+        for config, benches in sorted(measured.items()):
+            if config not in planned:
+                notes.append(f"{config}: not in the new session's matrix [{host}]")
+                continue
+            absent = sorted(b for b in benches if not new_table.get((config, b)))
+            if absent:
+                everything = len(absent) == len(benches)
+                why = _why_missing(new_group, config)
+                missing.append(Missing(host, config, tuple(absent), everything, why))
+            for bench in sorted(benches - set(absent)):
+                a = [math.log(v) for v in new_table[(config, bench)].values()]
+                b = [math.log(v) for v in old_table[(config, bench)].values()]
+                keys.append((host, config, bench))
+                tests.append(stats.welch_test(a, b))
+    adjusted = stats.holm([t.p for t in tests])
+    changes = []
+    for (host, config, bench), test, p in zip(keys, tests, adjusted, strict=True):
+        ratio = math.exp(test.difference)
+        changes.append(
+            Change(
+                host,
+                config,
+                bench,
+                ratio,
+                math.exp(test.low),
+                math.exp(test.high),
+                p,
+                regression=p < ALPHA and ratio < 1 - fail_above,
+            )
+        )
+    return Gate(changes, missing, notes)
+
+
+def _by_host(sessions: Sequence[Session]) -> dict[str, list[Session]]:
+    groups: dict[str, list[Session]] = defaultdict(list)
+    for s in sessions:
+        groups[s.host_key].append(s)
+    return groups
+
+
+def _why_missing(sessions: Sequence[Session], config: str) -> str:
+    """What the sessions recorded about a config's missing results: its first failure."""
+    for failure in failures_of(sessions):
+        if config in failure.who.split(", ") or failure.who.startswith(config + " "):
+            return failure.reason
+    return "nothing recorded: the session may have stopped early"

@@ -1,0 +1,121 @@
+"""The looks of a sequential session: what is known after a scheduled round (the intervals of the
+configs still running, which cannot be the fastest, the leading tier and how well it is
+resolved). The bench session is handed SequentialLooks and records what each look returns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tfbuild.analysis.estimates import (
+    Estimate,
+    Out,
+    Setup,
+    leading,
+    make_setup,
+    noise_margin,
+    out_claims,
+    ranking_estimates,
+    resolution,
+    rounds_to_resolve,
+)
+from tfbuild.analysis.rounds import Rounds
+from tfbuild.analysis.sessions import Timeline
+from tfbuild.results import model
+from tfbuild.results.model import Results
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look of a sequential session: what was known after `round` rounds."""
+
+    round: int
+    active: list[str]
+    estimates: dict[str, Estimate]
+    out: list[Out]
+    leading: list[str]
+    resolution: float
+    """The widest half-width (fraction) of a leading config's interval against the baseline;
+    0 when the baseline alone leads."""
+    margin: float
+
+
+def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) -> Look:
+    """What a sequential session knows at its look after `round_` rounds: the intervals of the
+    configs still running, which cannot be the fastest, the leading tier and its resolution.
+    `setup` holds the looks scheduled up to this one."""
+    margin = noise_margin(setup, logs, setup.benchmarks, upto=round_)
+    estimates = ranking_estimates(setup, logs, margin)
+    running = [c for c in active if c in estimates or c == setup.baseline]
+    claims = out_claims(setup, logs, running, round_)
+    lead = leading(running, claims)
+    return Look(
+        round=round_,
+        active=list(active),
+        estimates=estimates,
+        out=claims,
+        leading=lead,
+        resolution=resolution([c for c in lead if c != setup.baseline], estimates),
+        margin=margin,
+    )
+
+
+def compared(results: Results) -> list[str]:
+    """The configs a session compares with its baseline: every ready config but the baseline
+    and its A/A copy."""
+    ready = results.ready
+    return [
+        c.key
+        for c in results.configs
+        if not c.aa and c.key != results.baseline.config and c.variant in ready
+    ]
+
+
+class SequentialLooks:
+    """The looks of a sequential bench session, handed to it as its Looker: after a scheduled
+    round, which configs cannot be the fastest (each stopped with the strongest claim about
+    it), the leading tier, its resolution and the rounds it would take to reach the target.
+    Keeps the per-round values of the runs it has seen, so each look adds only the new ones."""
+
+    def __init__(self) -> None:
+        self.rounds = Rounds({})
+        self.seen = 0
+
+    def __call__(
+        self, results: Results, active: Sequence[str], round_: int, elapsed: float
+    ) -> model.Look:
+        design = results.design
+        for run in results.runs[self.seen :]:
+            self.rounds.add(results.id, run)
+        self.seen = len(results.runs)
+        baseline, aa = results.baseline.config, results.baseline.aa_config
+        timeline = Timeline(tuple(n for n in design.schedule if n <= round_), design.horizon)
+        setup = make_setup(results, compared(results), self.rounds, design, aa, timeline)
+        look = take_look(setup, self.rounds, active, round_)
+        strongest: dict[str, Out] = {}
+        for claim in look.out:  # the strongest claim about each config comes first
+            strongest.setdefault(claim.config, claim)
+        out = [c for k, c in strongest.items() if k in active and k not in (baseline, aa)]
+        gone = {c.config for c in out}
+        lead = [c for c in look.leading if c != baseline and c not in gone]
+        left: int | None = None
+        if design.resolve is not None and look.resolution > design.resolve:
+            left = rounds_to_resolve(setup, look.estimates, lead, design.resolve)
+        return model.Look(
+            round=round_,
+            elapsed_s=round(elapsed, 1),
+            active=tuple(active),
+            eliminated=tuple(
+                model.Elimination(config=c.config, slower_than=c.than, ratio=c.ratio, upper=c.upper)
+                for c in out
+            ),
+            leading=tuple(look.leading),
+            resolution=look.resolution,
+            margin=look.margin,
+            estimates={
+                c: model.LookEstimate(ratio=e.ratio, low=e.low, high=e.high, rounds=e.rounds)
+                for c, e in look.estimates.items()
+                if c in active
+            },
+            rounds_left=left,
+        )

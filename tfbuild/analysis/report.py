@@ -1,0 +1,559 @@
+"""From raw bench results to an answer: which config is fastest here, by how much, how sure.
+
+Every claim the report makes is read off one family of simultaneous confidence intervals, so
+that with probability at least 95 % every one of them is true at once:
+
+- A round ran every config in contention once, each in a fresh process, in a shuffled order.
+  A config's level in a round is its mean log throughput over the benchmarks (the log of the
+  geometric mean); the baseline's level is the mean of the baseline's two processes (the
+  baseline and its A/A copy), which halves the noise every comparison carries from it.
+- Each config is compared with the baseline on the per-round differences of levels (rounds pair
+  them, so drift of the machine cancels): a 10 % trimmed mean (Yuen), so one odd round in ten
+  has no pull, with a t interval from the winsorized variance.
+- The intervals are simultaneous: alpha = 5 % is split between the verdicts against the
+  baseline (2.5 %), the selection of the configs that could be the fastest (1.5 %), the
+  per-benchmark table (0.5 %) and the seed experiments (0.5 %); within each, Bonferroni over
+  the comparisons; and when the session looked at its data at scheduled rounds to stop configs
+  early (a sequential design), each comparison is judged at the level alpha spending gives its
+  look (Lan-DeMets, Pocock type, see stats.sequential_levels), so the error stays within alpha
+  however many looks were taken and wherever the session stopped.
+- Verdicts against the baseline, from the interval and a practical margin: faster or slower
+  when the whole interval lies beyond the margin, equivalent when it lies inside it, undecided
+  otherwise. The margin is the spread of one process of the same build, from the A/A control's
+  variance (robust), and never below 2 %.
+- Which configs could be the fastest: multiple comparisons with the best (Hsu 1984; Gupta's
+  subset selection). A config is out when another one is ahead of it by more than the
+  one-sided bound of their paired per-round difference. Only the comparisons of the others
+  with the truly fastest config can put that one out wrongly, so Bonferroni runs over those
+  k - 1 comparisons, not over all pairs: the fastest config stays in with probability at least
+  1 - 1.5 %, at every look together. Outs stop configs during a sequential session (each
+  recorded with its look) and cut the two tiers: could be the fastest, and not.
+
+Fixed-design sessions from the same machine are pooled (rounds stay paired within their
+session); a sequential session is analysed on its own; different machines are reported side by
+side.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from tfbuild import stats
+from tfbuild.analysis.estimates import (
+    MIN_MARGIN,
+    OVERALL,
+    SPLIT,
+    Estimate,
+    Out,
+    Setup,
+    estimate,
+    final_timeline,
+    fixed_rounds_for,
+    make_setup,
+    noise_margin,
+    out_claims,
+    ranking_estimates,
+    resolution,
+    tiers,
+)
+from tfbuild.analysis.looks import take_look
+from tfbuild.analysis.rounds import Rounds, differences, raw_samples, round_table
+from tfbuild.analysis.sessions import Session, Timeline
+from tfbuild.config.suite import CONTRASTS
+from tfbuild.errors import ResultsError
+from tfbuild.machine.profile import HostProfile
+from tfbuild.results import model
+from tfbuild.results.model import FIXED, ConfigEntry, Design, Stop, VariantRecord
+
+# --------------------------------------------------------------------------------------------
+# What the report holds
+
+
+@dataclass(frozen=True)
+class Failure:
+    who: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Flags:
+    """What a config did not measure: it stays in the report with what it did."""
+
+    rounds: int
+    failed_rounds: int
+    missing: tuple[str, ...]
+    """Benchmarks without any result, so its overall level is over the others."""
+    failed_benchmarks: tuple[str, ...]
+    """Benchmarks that failed in at least one round."""
+
+    @property
+    def clean(self) -> bool:
+        return not (self.failed_rounds or self.missing or self.failed_benchmarks)
+
+    def text(self) -> str:
+        parts = []
+        if self.failed_rounds:
+            parts.append(f"failed in {self.failed_rounds} of {self.rounds} rounds")
+        if self.missing:
+            parts.append(f"no results for {', '.join(self.missing)} (overall over the rest)")
+        if self.failed_benchmarks and set(self.failed_benchmarks) != set(self.missing):
+            parts.append(f"{', '.join(self.failed_benchmarks)} failed in some rounds")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The config to use, and what it takes to reproduce it."""
+
+    config: str
+    variant: str
+    tuning: str
+    ratio: float | None
+    reason: str
+    wheel: str | None
+    sha256: str | None
+    install: list[str]
+    env: dict[str, str]
+    threading: list[str]
+
+
+@dataclass
+class HostReport:
+    host: HostProfile
+    host_key: str
+    sessions: list[str]
+    design: Design
+    baseline: str
+    benchmarks: list[str]
+    units: dict[str, str]
+    rounds: int
+    margins: dict[str, float]
+    """benchmark (and 'overall') -> practical margin as a fraction (0.02 = 2 %)."""
+    margin_source: str
+    aa: dict[str, Estimate]
+    warnings: list[str]
+    detectable: float
+    """Smallest true difference shown (faster or slower) with 80 % power for a config with the
+    median noise at the median number of rounds, after multiplicity and alpha spending."""
+    estimates: dict[tuple[str, str], Estimate]
+    ranking: list[Estimate]
+    """Overall estimates in tier order, best first (the baseline included with ratio 1)."""
+    tiers: list[list[str]]
+    out: list[Out]
+    """Every config put out of the leading tier, at the look it was put out (eliminations
+    included)."""
+    resolution: float
+    fixed_equivalent: tuple[int, int] | None
+    """Rounds and processes a fixed design (every config every round, one look) would need to
+    resolve the same leading tier as well as this session did; None for fixed designs."""
+    processes: int
+    benchmark_s: float | None
+    """Seconds the sessions spent benchmarking (installs not counted), when all recorded it."""
+    looks: list[model.Look]
+    """The looks recorded by the session (sequential designs)."""
+    stop: Stop | None
+    replay: list[str]
+    """Differences between the recorded looks and a replay of them from the data."""
+    flags: dict[str, Flags]
+    failures: list[Failure]
+    choice: Choice | None
+    contrasts: list[Estimate]
+    """The seed experiments inside the recommended config: one benchmark of the suite against
+    its counterpart (Estimate.benchmark names the contrast)."""
+    medians: dict[tuple[str, str], float]
+    round_values: dict[tuple[str, str], list[float]] = field(repr=False)
+    samples: dict[tuple[str, str], list[float]] = field(repr=False)
+    """(config, benchmark) -> every raw sample throughput, for distribution plots."""
+    configs: dict[str, ConfigEntry] = field(repr=False)
+    variants: dict[str, VariantRecord] = field(repr=False)
+
+
+# --------------------------------------------------------------------------------------------
+# One host (or one sequential session)
+
+
+def _setup(sessions: Sequence[Session], logs: Rounds, design: Design, rounds: int) -> Setup:
+    first = sessions[0].results
+    baselines = {s.results.baseline.config for s in sessions}
+    if len(baselines) > 1:
+        raise ResultsError(
+            f"sessions of {sessions[0].host_key} use different baselines {sorted(baselines)}; "
+            "compare them separately"
+        )
+    baseline = first.baseline.config
+    ready = {n for s in sessions for n in s.results.ready}
+    aa = next(
+        (s.results.baseline.aa_config for s in sessions if s.results.baseline.aa_config), None
+    )
+    keys: list[str] = []
+    for s in sessions:
+        for c in s.results.configs:
+            wanted = c.variant in ready and not c.aa and c.key != baseline
+            if wanted and c.key not in keys:
+                keys.append(c.key)
+    timeline, at, _ = final_timeline(first, design, rounds)
+    return make_setup(first, keys, logs, design, aa, timeline, at)
+
+
+def _aa_estimates(
+    setup: Setup, logs: Rounds
+) -> tuple[dict[str, Estimate], dict[str, float], str, list[str]]:
+    """The A/A check (the copy against the baseline process alone) per benchmark and overall,
+    and the margins it implies: the robust spread of one process, sd(A - A') / sqrt(2)."""
+    margins = {b: MIN_MARGIN for b in [*setup.benchmarks, OVERALL]}
+    if setup.aa is None:
+        return (
+            {},
+            margins,
+            "2 % (no A/A control in these results)",
+            [
+                "no A/A control in these results: the noise margin stays at 2 % and the noise "
+                "floor of this machine is unknown"
+            ],
+        )
+    warnings = []
+    aa: dict[str, Estimate] = {}
+    ranking_alpha = SPLIT["ranking"] / setup.family
+    bench_alpha = SPLIT["benchmarks"] / max(1, setup.family * len(setup.benchmarks))
+    for bench in [OVERALL, *setup.benchmarks]:
+        benches = setup.benchmarks if bench == OVERALL else (bench,)
+        last = setup.timeline.last
+        d = differences(logs, setup.aa, (setup.baseline,), benches, last)
+        margins[bench] = noise_margin(setup, logs, benches, last)
+        alpha = ranking_alpha if bench == OVERALL else bench_alpha
+        e = estimate(setup.aa, bench, d, setup.level(alpha, setup.aa), margins[bench])
+        if e is None:
+            continue
+        aa[bench] = e
+        if e.verdict in ("faster", "slower"):
+            where = "overall" if bench == OVERALL else f"on {bench}"
+            warnings.append(
+                f"the A/A control (the baseline against its own copy) comes out {e.verdict} "
+                f"{where} ({e.ratio - 1:+.1%}): this machine was too unsteady for this session "
+                "to be trusted; rerun it on a quieter machine"
+            )
+    source = (
+        f"{margins[OVERALL]:.1%} (the spread of one process of the same build, from the A/A "
+        "control; never below 2 %)"
+    )
+    return aa, margins, source, warnings
+
+
+def _flags(sessions: Sequence[Session], setup: Setup) -> dict[str, Flags]:
+    rounds: dict[str, int] = defaultdict(int)
+    failed: dict[str, int] = defaultdict(int)
+    bench_failed: dict[str, set[str]] = defaultdict(set)
+    for s in sessions:
+        for run in s.results.runs:
+            rounds[run.config] += 1
+            if run.failure is not None:
+                failed[run.config] += 1
+            for bench, entry in run.benchmarks.items():
+                if entry.error is not None:
+                    bench_failed[run.config].add(bench)
+    return {
+        c: Flags(
+            rounds=rounds[c],
+            failed_rounds=failed[c],
+            missing=tuple(b for b in setup.benchmarks if b not in setup.measured.get(c, ())),
+            failed_benchmarks=tuple(sorted(bench_failed[c])),
+        )
+        for c in [*setup.compared, setup.baseline]
+        if rounds[c]
+    }
+
+
+def failures_of(sessions: Sequence[Session]) -> list[Failure]:
+    """Every failure the sessions recorded: variants that could not be measured, runs that
+    failed and benchmarks that raised, each with who and why."""
+    failures = []
+    for s in sessions:
+        for f in s.results.failures:
+            failures.append(Failure(", ".join(f.configs) or f.variant, f"{f.stage}: {f.reason}"))
+        for run in s.results.runs:
+            if run.failure is not None:
+                failures.append(Failure(run.config, f"round {run.round + 1}: {run.failure.reason}"))
+            for bench, entry in run.benchmarks.items():
+                if entry.error is not None:
+                    failures.append(
+                        Failure(f"{run.config} {bench}", f"round {run.round + 1}: {entry.error}")
+                    )
+    return failures
+
+
+def _per_benchmark(
+    setup: Setup, logs: Rounds, margins: Mapping[str, float]
+) -> dict[tuple[str, str], Estimate]:
+    alpha = SPLIT["benchmarks"] / max(1, setup.family * len(setup.benchmarks))
+    out = {}
+    for config in setup.compared:
+        for bench in setup.measured[config]:
+            d = differences(logs, config, setup.reference, (bench,), setup.look_of(config))
+            e = estimate(config, bench, d, setup.level(alpha, config), margins[bench])
+            if e is not None:
+                out[(config, bench)] = e
+    return out
+
+
+def _contrasts(logs: Rounds, config: str, setup: Setup, margin: float) -> list[Estimate]:
+    """Within one config, each seed experiment's pair of benchmarks, paired by round."""
+    alpha = SPLIT["experiments"] / len(CONTRASTS)
+    look = setup.look_of(config)
+    out = []
+    for contrast in CONTRASTS:
+        mine = logs.get((config, contrast.faster_if))
+        theirs = logs.get((config, contrast.than))
+        d = [mine[k] - theirs[k] for k in sorted(set(mine) & set(theirs)) if k[1] < look]
+        e = estimate(config, contrast.name, d, setup.level(alpha, config), margin)
+        if e is not None:
+            out.append(e)
+    return out
+
+
+def _replay(
+    sessions: Sequence[Session], setup: Setup, logs: Rounds
+) -> tuple[list[model.Look], list[Out], list[str]]:
+    """The looks a sequential session recorded, every out made at them, and any
+    difference between what was recorded and what the data give when the looks are replayed."""
+    if len(sessions) != 1 or not setup.design.sequential:
+        return [], [], []
+    recorded = list(sessions[0].results.looks or ())
+    claims: list[Out] = []
+    problems = []
+    for k, look in enumerate(recorded):
+        rounds = tuple(x.round for x in recorded[: k + 1])
+        at_look = replace(setup, timeline=Timeline(rounds, setup.design.horizon), at={})
+        replayed = take_look(at_look, logs, look.active, look.round)
+        claims += replayed.out
+        mine = sorted(e.config for e in look.eliminated)
+        always = {setup.baseline, setup.aa}
+        again = sorted({c.config for c in replayed.out} - always)
+        if mine != again:
+            problems.append(
+                f"look after round {look.round}: recorded eliminations {mine}, the data "
+                f"give {again}"
+            )
+    return recorded, claims, problems
+
+
+def _choice(
+    ranking: Sequence[Estimate],
+    lead: Sequence[str],
+    baseline: str,
+    margin: float,
+    flags: Mapping[str, Flags],
+    configs: Mapping[str, ConfigEntry],
+    variants: Mapping[str, VariantRecord],
+) -> Choice | None:
+    """The config shown faster than the baseline with the best estimate (only a config that
+    measured everything in every round), else the baseline; the reason says only what the
+    verdicts say."""
+    if not ranking:
+        return None
+    faster = [e for e in ranking if e.verdict == "faster"]
+    usable = [e for e in faster if flags.get(e.config, Flags(0, 0, (), ())).clean]
+    ratio: float | None
+    counts: dict[str, int] = defaultdict(int)
+    for e in ranking:
+        if e.config != baseline:
+            counts[e.verdict] += 1
+    tally = ", ".join(
+        f"{counts[v]} {v}" for v in ("faster", "equivalent", "undecided", "slower") if counts[v]
+    )
+    skipped = [e for e in faster if e not in usable]
+    note = "".join(
+        f"; {e.config} was also shown faster but {flags[e.config].text()}, so it is not recommended"
+        for e in skipped
+    )
+    if usable:
+        best = max(usable, key=lambda e: (e.config in lead, e.ratio))
+        key, ratio = best.config, best.ratio
+        reason = (
+            f"{key} is faster than the baseline {baseline}: {best.ratio:.3f}x "
+            f"[{best.low:.3f}, {best.high:.3f}], the whole interval beyond the {margin:.1%} "
+            f"margin"
+        )
+        others = [c for c in lead if c not in (key, baseline)]
+        if others:
+            reason += f"; the leading tier also holds {', '.join(others)}, not told apart from it"
+    else:
+        key, ratio = baseline, 1.0
+        reason = (
+            f"no config is shown faster than the baseline {baseline} beyond the {margin:.1%} "
+            f"margin ({tally or 'nothing else measured'}), so the baseline stays"
+        )
+        ahead = [e for e in ranking if e.config in lead and e.config != baseline]
+        if baseline not in lead and ahead:
+            best = max(ahead, key=lambda e: e.ratio)
+            reason += (
+                f"; it is out of the leading tier: {best.config} is ahead of it "
+                f"({best.ratio:.3f}x [{best.low:.3f}, {best.high:.3f}]), by less than the margin "
+                "or by an amount not yet resolved"
+            )
+    reason += note
+    config = configs[key]
+    variant = variants.get(config.variant)
+    artifact = variant.artifact if variant else None
+    requirement = variant.definition.get("requirement") if variant else None
+    install = []
+    wheel = artifact.wheel if artifact else None
+    if artifact and wheel:
+        constraints = [shlex.quote(c) for c in artifact.constraints]
+        install.append(" ".join(["pip install", shlex.quote(wheel), *constraints]))
+    elif requirement:
+        install.append(f"pip install {shlex.quote(requirement)}")
+    threading = []
+    if config.intra_op:
+        threading.append(
+            f"tf.config.threading.set_intra_op_parallelism_threads({int(config.intra_op)})"
+        )
+    if config.inter_op:
+        threading.append(
+            f"tf.config.threading.set_inter_op_parallelism_threads({int(config.inter_op)})"
+        )
+    return Choice(
+        config=key,
+        variant=config.variant,
+        tuning=config.tuning,
+        ratio=ratio,
+        reason=reason,
+        wheel=wheel,
+        sha256=artifact.sha256 if artifact else None,
+        install=install,
+        env={str(k): str(v) for k, v in config.env.items()},
+        threading=threading,
+    )
+
+
+def _benchmark_seconds(sessions: Sequence[Session]) -> float | None:
+    spent = [s.results.session.elapsed_s or 0.0 for s in sessions]
+    return float(sum(spent)) if all(x > 0 for x in spent) else None
+
+
+def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> HostReport:
+    """The report for sessions of one machine (one sequential session, or pooled fixed ones).
+    `margin` overrides the practical margin the A/A control gives."""
+    first = sessions[0].results
+    design = sessions[0].design if len(sessions) == 1 else FIXED
+    table = round_table(sessions)
+    logs = Rounds(table)
+    rounds = max((len(v) for v in table.values()), default=0)
+    if design.sequential:
+        rounds = len(first.order or ())
+    setup = _setup(sessions, logs, design, rounds)
+    configs: dict[str, ConfigEntry] = {}
+    variants: dict[str, VariantRecord] = {}
+    for s in sessions:
+        for c in s.results.configs:
+            configs.setdefault(c.key, c)
+        for name, v in (s.results.variants or {}).items():
+            if v.status == "ready" or name not in variants:
+                variants[name] = v
+    aa, margins, margin_source, warnings = _aa_estimates(setup, logs)
+    if margin is not None:
+        margins = {b: margin for b in margins}
+        margin_source = f"{margin:.1%} (given with --margin)"
+    estimates = ranking_estimates(setup, logs, margins[OVERALL])
+    looks, claims, replay = _replay(sessions, setup, logs)
+    warnings += final_timeline(first, design, rounds)[2]
+    # The outs at the recorded looks, and among the configs that ran to the end a last
+    # selection after the final round (a pair is judged where the earlier of the two stopped).
+    claims = [
+        *claims,
+        *out_claims(setup, logs, [*estimates, setup.baseline], setup.timeline.last),
+    ]
+    has_baseline = any((setup.baseline, b) in table for b in setup.benchmarks)
+    if not has_baseline:
+        warnings.append(
+            f"the baseline {setup.baseline} has no results: nothing can be ranked against it"
+        )
+    order = [*estimates, *([setup.baseline] if has_baseline else [])]
+    tier_list = tiers(order, claims)
+    base_estimate = Estimate(
+        setup.baseline, OVERALL, 1.0, 1.0, 1.0, 0.0, 1.0, rounds, 0.0, margins[OVERALL], "baseline"
+    )
+    by_config = {**estimates, setup.baseline: base_estimate}
+    ranking = [
+        by_config[c] for tier in tier_list for c in sorted(tier, key=lambda c: -by_config[c].ratio)
+    ]
+    lead = tier_list[0] if tier_list else []
+    leading_others = [c for c in lead if c != setup.baseline]
+    achieved = resolution(leading_others, estimates)
+    fixed_equivalent = None
+    if design.sequential and leading_others and math.isfinite(achieved):
+        n = fixed_rounds_for(setup, estimates, leading_others, achieved)
+        if n is not None:
+            fixed_equivalent = (n, n * (len(setup.compared) + 1 + (1 if setup.aa else 0)))
+    flags = _flags(sessions, setup)
+    for config, f in flags.items():
+        if not f.clean:
+            warnings.append(f"{config}: {f.text()}; it is ranked on what it measured")
+    choice = _choice(ranking, lead, setup.baseline, margins[OVERALL], flags, configs, variants)
+    sds = [e.sd for e in estimates.values() if math.isfinite(e.sd)]
+    ns = [e.rounds for e in estimates.values()]
+    level = setup.timeline.level(SPLIT["ranking"] / setup.family, setup.timeline.last)
+    detectable = (
+        stats.expm1(
+            stats.detectable(
+                statistics.median(sds),
+                int(statistics.median(ns)),
+                level,
+                math.log1p(margins[OVERALL]),
+            )
+        )
+        if sds and ns
+        else math.inf
+    )
+    return HostReport(
+        host=first.host,
+        host_key=sessions[0].host_key,
+        sessions=[str(s.path) for s in sessions],
+        design=design,
+        baseline=setup.baseline,
+        benchmarks=list(setup.benchmarks),
+        units=dict(first.suite.units),
+        rounds=rounds,
+        margins=margins,
+        margin_source=margin_source,
+        aa=aa,
+        warnings=warnings,
+        detectable=detectable,
+        estimates={
+            **{(c, OVERALL): e for c, e in estimates.items()},
+            **_per_benchmark(setup, logs, margins),
+        },
+        ranking=ranking,
+        tiers=tier_list,
+        out=claims,
+        resolution=achieved,
+        fixed_equivalent=fixed_equivalent,
+        processes=sum(len(s.results.runs) for s in sessions),
+        benchmark_s=_benchmark_seconds(sessions),
+        looks=looks,
+        stop=first.session.stop if len(sessions) == 1 else None,
+        replay=replay,
+        flags=flags,
+        failures=failures_of(sessions),
+        choice=choice,
+        contrasts=_contrasts(
+            logs, choice.config if choice else setup.baseline, setup, margins[OVERALL]
+        ),
+        medians={key: statistics.median(list(v.values())) for key, v in table.items() if v},
+        round_values={key: list(v.values()) for key, v in table.items()},
+        samples=raw_samples(sessions),
+        configs=configs,
+        variants=variants,
+    )
+
+
+def analyse(sessions: Sequence[Session], margin: float | None = None) -> list[HostReport]:
+    """One report per machine; a sequential session is reported on its own."""
+    groups: dict[tuple[str, str], list[Session]] = defaultdict(list)
+    for s in sessions:
+        groups[(s.host_key, s.id if s.design.sequential else "")].append(s)
+    return [analyse_host(group, margin) for group in groups.values()]

@@ -1,0 +1,99 @@
+"""Results files read for analysis: the sessions, the machine class each comes from (which decides
+what compares with what), and the looks at which comparisons are judged."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfbuild import stats
+from tfbuild.errors import ResultsError
+from tfbuild.machine.cpu import level_name
+from tfbuild.machine.profile import HostProfile
+from tfbuild.results.codec import load
+from tfbuild.results.model import Design, Results
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The looks comparisons were judged at, for alpha spending: their rounds, the horizon
+    (None for a fixed design: one look at the full alpha), and whether the last look spent
+    what was left (the session ended there on its budget, not on the data)."""
+
+    rounds: tuple[int, ...]
+    horizon: int | None = None
+    spend_rest: bool = False
+
+    def level(self, alpha: float, look: int, one_sided: bool = False) -> float:
+        """The nominal level of a comparison at the look after `look` rounds: two-sided, or
+        one-sided for a one-sided comparison."""
+        if self.horizon is None:
+            return alpha
+        if look not in self.rounds:
+            return 0.0
+        k = self.rounds.index(look)
+        last = k == len(self.rounds) - 1
+        levels = stats.sequential_levels(
+            alpha, self.rounds[: k + 1], self.horizon, self.spend_rest and last, one_sided
+        )
+        return levels[-1]
+
+    @property
+    def last(self) -> int:
+        return self.rounds[-1] if self.rounds else 0
+
+
+@dataclass(frozen=True)
+class Session:
+    """A results file and what it holds."""
+
+    path: Path
+    results: Results
+
+    @property
+    def id(self) -> str:
+        return self.results.id
+
+    @property
+    def host_key(self) -> str:
+        return self.results.session.host_key or host_key(self.results.host)
+
+    @property
+    def design(self) -> Design:
+        return self.results.design
+
+
+def host_key(host: HostProfile) -> str:
+    """The class of machine results come from, which decides what compares with what: the CPU
+    model, the instruction sets TensorFlow uses (level and a digest of the set), the CPUs the
+    session could use, the memory class (total or cgroup limit, to the next power of two GiB)
+    and the GPUs. Never the hostname: hosted CI runners get a new one every job."""
+    isa = sorted(name for name, have in host.cpu.tf_flags.items() if have)
+    digest = hashlib.sha256(" ".join(isa).encode()).hexdigest()[:6]
+    topology = host.topology
+    parts = [
+        host.cpu.model_name,
+        f"{level_name(host.cpu.level) or 'x86-64'} isa:{digest}",
+        f"{topology.usable_cpus or topology.logical_cpus} CPUs",
+    ]
+    memory = host.memory
+    limits = [b for b in (memory.total_bytes, memory.cgroup_limit_bytes) if b] if memory else []
+    if limits:
+        parts.append(f"{2 ** max(0, math.ceil(math.log2(min(limits) / 2**30 * 0.98)))} GiB")
+    gpus = [d.name for d in host.gpus.devices] if host.gpus else []
+    parts.append(" + ".join(gpus) if gpus else "no GPU")
+    return " / ".join(parts)
+
+
+def load_sessions(paths: Iterable[Path]) -> list[Session]:
+    sessions = [Session(p, load(p)) for p in paths]
+    versions = {s.results.suite.version for s in sessions}
+    if len(versions) > 1:
+        raise ResultsError(
+            f"these results come from suite versions {sorted(versions)}; "
+            "results of different suites measure different things and are not compared"
+        )
+    return sessions

@@ -1,0 +1,88 @@
+"""Why a benchmark process failed, in words a user can act on: from how it ended (a signal, an
+exit code, a timeout) and the last lines it printed."""
+
+from __future__ import annotations
+
+import re
+import signal
+from collections.abc import Mapping
+from typing import Any
+
+from tfbuild.results.model import RunFailure
+from tfbuild.runtime.base import RunOutcome
+
+_NUMPY2 = "compiled using NumPy 1.x cannot be run in NumPy 2"
+
+
+def classify(outcome: RunOutcome, timeout: float) -> RunFailure | None:
+    """Why a payload run failed; None when it did not fail."""
+    tail = outcome.stderr_tail
+    if outcome.timed_out:
+        return RunFailure(
+            kind="timeout",
+            reason=f"did not finish within {timeout:.0f} s; killed",
+            stderr_tail=tail,
+        )
+    code = outcome.returncode
+    if code < 0:
+        number = -code
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        if number == signal.SIGILL:
+            reason = (
+                "this build uses CPU instructions this machine lacks "
+                f"(killed by SIGILL, signal {number})"
+            )
+            return RunFailure(kind="sigill", signal=number, reason=reason, stderr_tail=tail)
+        return RunFailure(
+            kind="signal",
+            signal=number,
+            reason=f"killed by {name} (signal {number})",
+            stderr_tail=tail,
+        )
+    result = outcome.result
+    if code != 0 or result is None:
+        last = _exception_line(outcome.stderr) or f"exit code {code}"
+        if result is None or "smoke" not in result:
+            if _NUMPY2 in " ".join(outcome.stderr.split()):
+                last = (
+                    "it was built against NumPy 1.x and NumPy 2 is installed; "
+                    'add constraints: ["numpy<2"] to this variant'
+                )
+            return RunFailure(
+                kind="import",
+                exit_code=code,
+                reason=f"TensorFlow failed to import: {last}",
+                stderr_tail=tail,
+            )
+        return RunFailure(
+            kind="exit",
+            exit_code=code,
+            reason=f"exited with code {code}: {last}",
+            stderr_tail=tail,
+        )
+    return None
+
+
+def _exception_line(stderr: str) -> str | None:
+    """The last 'SomeError: message' line of a traceback, else the last line."""
+    lines = stderr.splitlines()
+    for line in reversed(lines):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b", line):
+            return line.strip()
+    return next((line.strip() for line in reversed(lines) if line.strip()), None)
+
+
+def gpu_fallback(smoke: Mapping[str, Any]) -> str | None:
+    """Why a CUDA build's smoke test shows it would run on the CPU; None when TensorFlow sees
+    a GPU. A CUDA variant measured on the CPU is a failure, never a result."""
+    if smoke.get("gpus"):
+        return None
+    if not smoke.get("cuda_build"):
+        return "built for CUDA, but this TensorFlow is not a CUDA build: it would run on the CPU"
+    return (
+        "TensorFlow sees no GPU (no device passed through, or the and-cuda libraries or the "
+        "driver are missing): it would run on the CPU"
+    )

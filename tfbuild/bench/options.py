@@ -1,0 +1,60 @@
+"""What a bench session is asked to do (SessionOptions) and where it reads and writes
+(Workspace): set once by the command, read by every part of the session."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfbuild.config.model import SuiteSettings
+from tfbuild.results.model import ConfigEntry
+from tfbuild.store import WheelStore
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionOptions:
+    suite: SuiteSettings
+    preset: str | None = None
+    seed: int | None = None
+    cpus: tuple[int, ...] | None = None
+    runtime: str = "auto"
+    timeout: float = 1800.0
+    refresh: bool = False
+    argv: tuple[str, ...] = ()
+    force: bool = False
+    """Install and run wheels even when the audit says they cannot run here."""
+    container_cpus: float | None = None
+    """--cpus for benchmark containers (Docker runtime)."""
+    memory: str | None = None
+    """Memory limit for benchmark containers, e.g. 8g (Docker runtime)."""
+    host_key: str | None = None
+    """The machine class the results are compared as (--host-key); None: from the host."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workspace:
+    """Where a session reads and writes: the wheel store, the runtime cache, results."""
+
+    store: WheelStore
+    cache_dir: Path
+    results_dir: Path
+    engine_reachable: bool
+
+
+def payload_config(benchmarks: Sequence[str], config: ConfigEntry) -> dict[str, Any]:
+    """What the payload is told to run for a config."""
+    return {
+        "benchmarks": list(benchmarks),
+        "intra_op": config.intra_op,
+        "inter_op": config.inter_op,
+    }
+
+
+def portable(path: Path) -> str:
+    """A path as a results file records it: relative to the folder the session runs in when it
+    lies below it (what the user types there, and the file stays true when the project moves;
+    `--resume` runs from that folder), else absolute."""
+    here = Path.cwd()
+    return str(path.relative_to(here)) if path.is_relative_to(here) else str(path)

@@ -1,0 +1,185 @@
+"""Preparing a session's variants: fetch each wheel, audit it for the planned machine, install it
+into its runtime and smoke-test it. A variant that fails is recorded with the stage and the
+reason, and the session goes on without it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tfbuild.audit.inspect import inspect_wheel
+from tfbuild.audit.verdict import refuse_if_incompatible, target_for_host, with_gpus
+from tfbuild.bench.failures import classify, gpu_fallback
+from tfbuild.bench.options import SessionOptions, Workspace, portable
+from tfbuild.errors import (
+    BadWheel,
+    EngineUnavailable,
+    IncompatibleWheel,
+    InstallError,
+    NotBuiltError,
+)
+from tfbuild.fetch import fetch
+from tfbuild.plan.make import Plan, PlannedVariant
+from tfbuild.plan.runtimes import runtime_kind
+from tfbuild.progress import Reporter
+from tfbuild.results.codec import Record
+from tfbuild.results.model import Failure, Results, VariantRecord, WheelRecord
+from tfbuild.runtime.base import RuntimeEnv
+from tfbuild.runtime.make import RuntimeSettings, make_runtime
+
+_STAGE_OF = {NotBuiltError: "fetch", IncompatibleWheel: "inspect", BadWheel: "inspect"}
+
+
+def fail_variant(
+    results: Results, name: str, stage: str, reason: str, details: Mapping[str, Any] | None = None
+) -> Results:
+    """The variant marked failed, with a failure record for all its configs."""
+    keys = tuple(c.key for c in results.configs if c.variant == name)
+    failure = Failure(variant=name, configs=keys, stage=stage, reason=reason, details=details or {})
+    failed = replace(results.variant(name), status="failed")
+    return replace(results.with_variant(name, failed), failures=(*results.failures, failure))
+
+
+def runtime_settings(results: Results, cache_dir: Path) -> RuntimeSettings:
+    """How this session makes runtimes, from what it recorded (so --resume makes the same)."""
+    recorded = results.session.runtime_options
+    assert recorded is not None, "a session of schema version 2 records its runtime options"
+    return RuntimeSettings(
+        cache_dir=cache_dir,
+        pip=results.session.pip,
+        base_image=recorded.base_image,
+        template_dirs=tuple(Path(d) for d in recorded.template_dirs),
+        cpuset=recorded.cpuset,
+        nano_cpus=recorded.nano_cpus,
+        memory=recorded.memory,
+    )
+
+
+def prepare(
+    results: Results,
+    plan: Plan,
+    options: SessionOptions,
+    workspace: Workspace,
+    reporter: Reporter,
+    record: Record,
+) -> tuple[Results, dict[str, RuntimeEnv]]:
+    """Fetch, install and smoke-test every variant; failures are recorded, never raised."""
+    runtimes: dict[str, RuntimeEnv] = {}
+    for pv in plan.variants:
+        results, runtime = _prepare_variant(results, pv, plan, options, workspace, reporter)
+        if runtime is not None:
+            runtimes[pv.variant.name] = runtime
+        results = record(results)
+    return results, runtimes
+
+
+def _check_current(pv: PlannedVariant, manifest: Mapping[str, Any]) -> None:
+    """A stored source build must be what the plan asks for now: the build key recorded when
+    it was built (the variant's definition and its compiler flags for the planned machine)
+    is the plan's. When it is not, the message says what changed."""
+    if manifest.get("build_key") == pv.build_key:
+        return
+    name = pv.variant.name
+    rebuild = f"`tfbuild build --variant {name}`"
+    if not manifest.get("build_key"):
+        raise NotBuiltError(
+            f"variant {name!r}: its wheel was built by a tfbuild that did not record what the "
+            f"plan asked for; run {rebuild} (an unchanged recipe is recorded, not rebuilt)"
+        )
+    built, now = manifest.get("variant") or {}, pv.variant.definition()
+    changed = [
+        f"{key} {built.get(key)!r} -> {now.get(key)!r}"
+        for key in sorted((set(built) | set(now)) - {"runtime"})
+        if built.get(key) != now.get(key)
+    ]
+    flags = manifest.get("compiler_flags")
+    if flags is not None and flags != list(pv.compiler_flags):
+        changed.append(f"compiler flags {flags} -> {list(pv.compiler_flags)}")
+    raise NotBuiltError(
+        f"variant {name!r} changed since its wheel was built "
+        f"({'; '.join(changed) or 'its build for this machine differs'}); run {rebuild}"
+    )
+
+
+def _prepare_variant(
+    results: Results,
+    pv: PlannedVariant,
+    plan: Plan,
+    options: SessionOptions,
+    workspace: Workspace,
+    reporter: Reporter,
+) -> tuple[Results, RuntimeEnv | None]:
+    settings = plan.matrix.defaults.pip
+    variant = pv.variant
+    name = variant.name
+    entry: VariantRecord = results.variant(name)
+    if pv.verdict.runs is False:
+        reasons = "; ".join(pv.verdict.reasons)
+        reporter.note(f"[yellow]skip[/] {name}: {reasons}")
+        return fail_variant(results, name, "plan", f"cannot run here: {reasons}"), None
+    try:
+        reporter.running(f"fetching {name}")
+        artifact, downloaded = fetch(variant, workspace.store, settings, options.refresh)
+        if variant.source == "bazel":
+            _check_current(pv, artifact.manifest)
+        if not options.force:
+            reporter.running(f"auditing {artifact.wheel.name}")
+            report = inspect_wheel(artifact.wheel, workspace.cache_dir, pip_settings=settings)
+            target = target_for_host(plan.host)
+            if not artifact.wants_gpu:  # runs on the CPU: the host's GPUs do not judge it
+                target = with_gpus(target, ())
+            refuse_if_incompatible(report, target, f"variant {name!r}")
+        entry = replace(
+            entry,
+            manifest=artifact.manifest,
+            artifact=WheelRecord.of(artifact, portable(artifact.wheel)),
+        )
+        reporter.note(
+            f"fetch {name}: {artifact.wheel.name} ({'downloaded' if downloaded else 'in store'})"
+        )
+        kind = runtime_kind(variant, options.runtime, workspace.engine_reachable)
+        runtime = make_runtime(kind, artifact, runtime_settings(results, workspace.cache_dir))
+        reporter.running(f"installing {name} into a {kind} runtime")
+        started = time.monotonic()
+        created = runtime.prepare()
+        entry = replace(entry, runtime=runtime.describe())
+        took = f"created in {time.monotonic() - started:.0f} s" if created else "cached"
+        reporter.note(f"runtime {name}: {kind}, {took}")
+    except (InstallError, NotBuiltError, EngineUnavailable, IncompatibleWheel, BadWheel) as exc:
+        reporter.note(f"[red]fail[/] {name}: {str(exc).splitlines()[0]}")
+        results = results.with_variant(name, entry)
+        return fail_variant(results, name, _STAGE_OF.get(type(exc), "install"), str(exc)), None
+    results = results.with_variant(name, entry)
+    reporter.running(f"smoke test {name}")
+    outcome = runtime.run(
+        {"benchmarks": [], "intra_op": None, "inter_op": None}, {}, options.cpus, options.timeout
+    )
+    failure = classify(outcome, options.timeout)
+    if failure is not None:
+        reporter.note(f"[red]fail[/] {name}: {failure.reason}")
+        details = {k: v for k, v in vars(failure).items() if k != "reason" and v is not None}
+        return fail_variant(results, name, "smoke", failure.reason, details), None
+    assert outcome.result is not None
+    smoke = outcome.result["smoke"]
+    fallback = gpu_fallback(smoke) if artifact.wants_gpu else None
+    if fallback is not None:
+        reporter.note(f"[red]fail[/] {name}: {fallback}")
+        return fail_variant(results, name, "smoke", fallback, {"kind": "cpu-fallback"}), None
+    threads = outcome.result["threads"]
+    entry = replace(entry, smoke=smoke, threads_default=threads, status="ready")
+    reporter.note(_smoke_line(name, smoke, threads))
+    return results.with_variant(name, entry), runtime
+
+
+def _smoke_line(name: str, smoke: Mapping[str, Any], threads: Mapping[str, Any]) -> str:
+    onednn = {True: "on", False: "off", None: "unknown"}[smoke.get("onednn")]
+    intra, inter = threads.get("intra_op"), threads.get("inter_op")
+    pools = "TF default" if not intra and not inter else f"intra {intra}, inter {inter}"
+    return (
+        f"smoke {name}: TensorFlow {smoke.get('tensorflow')} ({smoke.get('git_version')}), "
+        f"oneDNN {onednn}, thread pools {pools}, numpy {smoke.get('numpy')}, "
+        f"build {smoke.get('build_info')}"
+    )

@@ -1,0 +1,313 @@
+"""The rounds of a session: which config runs next, and when the session stops.
+
+A round runs every config still in contention once, each in a fresh process, in an order
+shuffled from the session's seed and the round number (so a resumed session draws the same
+orders). The baseline runs twice per round under two labels (the A/A control). A fixed design
+stops after its rounds; a sequential one looks at its data after the scheduled rounds (the
+Looker it is handed, from tfbuild.analysis) and stops when the leading tier is resolved, when
+the budget would run out during the next round, or at the horizon. Every finished run is
+recorded at once, so an interrupted session keeps it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from tfbuild.bench.failures import classify
+from tfbuild.bench.options import payload_config
+from tfbuild.progress import Reporter
+from tfbuild.results.codec import Record, benchmark_result, now
+from tfbuild.results.model import ConfigEntry, Design, Look, Results, Run, Stop
+from tfbuild.runtime.base import RuntimeEnv
+
+
+class Looker(Protocol):
+    """Takes a look at a sequential session's data after a scheduled round: which configs are
+    out, the leading tier and its resolution (tfbuild.analysis.looks.SequentialLooks)."""
+
+    def __call__(
+        self, results: Results, active: Sequence[str], round_: int, elapsed: float
+    ) -> Look: ...
+
+
+class Clock:
+    """Seconds the session has spent benchmarking, across resumes (the budget counts all of
+    them; preparing runtimes is not counted)."""
+
+    def __init__(self, already: float = 0.0) -> None:
+        self.already = already
+        self.started = time.monotonic()
+
+    def __call__(self) -> float:
+        return self.already + time.monotonic() - self.started
+
+
+def round_order(results: Results, round_: int, keys: Sequence[str]) -> tuple[str, ...]:
+    """Round `round_`'s order of `keys`: a shuffle drawn from the session's seed and the round
+    number, so a resumed session draws the same orders."""
+    order = sorted(keys)
+    random.Random(f"{results.session.seed}:{round_}").shuffle(order)
+    return tuple(order)
+
+
+def _pct(value: float | None) -> str:
+    if value is None:
+        return "none"
+    return f"±{value:.1%}" if math.isfinite(value) else "±inf"
+
+
+def _describe(design: Design) -> str:
+    if not design.sequential:
+        return "fixed rounds"
+    parts = [f"at least {design.first} rounds"]
+    if design.resolve is not None:
+        parts.append(f"until resolved to ±{design.resolve:.0%}")
+    if design.budget_s is not None:
+        parts.append(f"within {design.budget_s / 60:.0f} min")
+    return ", ".join(parts)
+
+
+class Schedule:
+    """A session's rounds as they run: the results so far, which configs still run, and the
+    decision to stop. Each finished run and look is recorded at once."""
+
+    def __init__(
+        self,
+        results: Results,
+        runtimes: Mapping[str, RuntimeEnv],
+        reporter: Reporter,
+        record: Record,
+        clock: Callable[[], float],
+        looker: Looker,
+    ) -> None:
+        self.results = results
+        self.runtimes = runtimes
+        self.reporter = reporter
+        self.record = record
+        self.clock = clock
+        self.looker = looker
+        self.design = results.design
+        self.done = results.finished()
+        ready = results.ready
+        runnable = [c.key for c in results.configs if c.variant in ready]
+        self.active = list(runnable)
+        for look in results.looks or ():
+            out = {e.config for e in look.eliminated}
+            self.active = [c for c in self.active if c not in out]
+
+    @property
+    def order(self) -> tuple[tuple[str, ...], ...]:
+        return self.results.order or ()
+
+    @property
+    def rounds_started(self) -> int:
+        return len(self.order)
+
+    def limit(self) -> int:
+        if not self.design.sequential:
+            return int(self.design.rounds or 0)
+        return self.design.horizon or self.design.first
+
+    def _save(self, results: Results) -> None:
+        self.results = self.record(results)
+
+    def _round_done(self, r: int) -> bool:
+        return all((r, key) in self.done for key in self.order[r])
+
+    def run(self) -> Results:
+        """Run rounds until the design says stop; the results, complete."""
+        design = self.design
+        stop: Stop | None = None
+        if not self.active:
+            stop = Stop(reason="nothing_runs", round=0, message="no config can run here")
+        else:
+            self.reporter.start(
+                self._expected_runs(self.clock()),
+                f"benchmarking {len(self.active)} configs ({_describe(design)})",
+            )
+        looked = {look.round for look in self.results.looks or ()}
+        last = self.rounds_started
+        if stop is None and last and last not in looked and self._round_done(last - 1):
+            stop = self.look()  # stopped after a round, before its look
+        while stop is None:
+            r = self.rounds_started
+            if r == len(self.order) and r > 0 and not self._round_done(r - 1):
+                r -= 1  # an interrupted round: finish it first
+            elif r >= self.limit():
+                stop = self._stop_at_limit(r)
+                break
+            elif design.sequential and r >= 2 and not self._fits(self.clock()):
+                budget = (design.budget_s or 0) / 60
+                stop = Stop(
+                    reason="budget",
+                    round=r,
+                    message=f"the budget of {budget:.0f} min would run out during round "
+                    f"{r + 1}; stopped after {r} rounds",
+                )
+                break
+            else:
+                order = round_order(self.results, r, self.active)
+                self.results = replace(self.results, order=(*self.order, order))
+            self._run_round(r)
+            stop = self.look()
+            self.reporter.retotal(self._expected_runs(self.clock()))
+            self._save(self.results)
+        session = replace(
+            self.results.session,
+            stop=stop,
+            complete=True,
+            finished_at=now(),
+            elapsed_s=round(self.clock(), 1),
+        )
+        self.reporter.note(f"stopped: {stop.message}")
+        self._save(replace(self.results, session=session))
+        return self.results
+
+    def _run_round(self, r: int) -> None:
+        configs = {c.key: c for c in self.results.configs}
+        for pos, key in enumerate(self.order[r]):
+            if (r, key) in self.done:
+                continue
+            label = f"round {r + 1}: {key}"
+            self.reporter.running(label)
+            config = configs[key]
+            run = self._run_one(self.runtimes[config.variant], config, r, pos)
+            session = replace(self.results.session, elapsed_s=round(self.clock(), 1))
+            self._save(replace(self.results.with_run(run), session=session))
+            self.done.add((r, key))
+            self.reporter.advance(label)
+
+    def _run_one(self, runtime: RuntimeEnv, config: ConfigEntry, r: int, pos: int) -> Run:
+        session = self.results.session
+        started = now()
+        outcome = runtime.run(
+            payload_config(self.results.suite.benchmarks, config),
+            config.env,
+            session.cpus,
+            session.timeout_s,
+        )
+        failure = classify(outcome, session.timeout_s)
+        result = outcome.result or {}
+        run = Run(
+            round=r,
+            position=pos,
+            config=config.key,
+            status="failed" if failure else "ok",
+            started_at=started,
+            wall_s=outcome.wall_s,
+            import_s=result.get("import_s"),
+            smoke_s=result.get("smoke_s"),
+            payload_s=result.get("payload_s"),
+            threads=result.get("threads"),
+            benchmarks={
+                name: benchmark_result(entry)
+                for name, entry in (result.get("benchmarks") or {}).items()
+            },
+            failure=failure,
+        )
+        if failure:
+            self.reporter.note(f"[red]fail[/] round {r + 1}: {config.key}: {failure.reason}")
+        return run
+
+    def look(self) -> Stop | None:
+        """After a finished round: record the look the design schedules there, stop the configs
+        it puts out, and stop the session when the leading tier is resolved."""
+        design, r = self.design, self.rounds_started
+        aa = self.results.baseline.aa_config
+        if not design.sequential or aa is None or r not in design.schedule:
+            return None
+        baseline = self.results.baseline.config
+        look = self.looker(self.results, self.active, r, self.clock())
+        self.results = replace(self.results, looks=(*(self.results.looks or ()), look))
+        out = {e.config for e in look.eliminated}
+        self.active = [c for c in self.active if c not in out]
+        lead = [c for c in look.leading if c != baseline and c not in out]
+        for e in look.eliminated:
+            self.reporter.note(
+                f"out after round {r}: {e.config} trails {e.slower_than} ({e.ratio:.3f}x paired "
+                "by round, beyond the one-sided bound); the configs left still hold the fastest"
+            )
+        if not lead:
+            summary = f"only the baseline {baseline} can be the fastest"
+        else:
+            summary = (
+                f"{len(lead)} {'config' if len(lead) == 1 else 'configs'} besides the baseline "
+                f"could be the fastest, known to {_pct(look.resolution)} (target "
+                f"{_pct(design.resolve)})"
+            )
+        left = look.rounds_left
+        self.reporter.note(
+            f"after round {r}: {summary}; {len(self.active)} configs run"
+            + (f"; about {left} more rounds" if left else "")
+        )
+        if not lead:
+            return Stop(
+                reason="resolved",
+                round=r,
+                message=f"every other config is shown slower than the baseline {baseline} "
+                f"after {r} rounds",
+            )
+        if design.resolve is not None and look.resolution <= design.resolve:
+            return Stop(
+                reason="resolved",
+                round=r,
+                message=f"the leading tier is resolved to {_pct(look.resolution)} (target "
+                f"{_pct(design.resolve)}) after {r} rounds",
+            )
+        return None
+
+    def _stop_at_limit(self, r: int) -> Stop:
+        if not self.design.sequential:
+            return Stop(reason="fixed", round=r, message=f"the {r} rounds of a fixed design")
+        return Stop(
+            reason="max_rounds",
+            round=r,
+            message=f"the horizon of {r} rounds (max_rounds) is reached",
+        )
+
+    def _fits(self, elapsed: float) -> bool:
+        """Whether one more round of the configs still running fits in the budget."""
+        budget = self.design.budget_s
+        if budget is None:
+            return True
+        walls: dict[str, list[float]] = defaultdict(list)
+        for run in self.results.runs:
+            walls[run.config].append(run.wall_s)
+        every = [w for ws in walls.values() for w in ws] or [0.0]
+        typical = statistics.median(every)
+        needed = sum(statistics.median(walls[c][-3:]) if walls[c] else typical for c in self.active)
+        return elapsed + needed <= budget
+
+    def _expected_runs(self, elapsed: float) -> int:
+        """Runs done plus the runs still expected (for the ETA): the rest of the current round,
+        then the rounds to the first look, or after it the rounds the planner gave at the last
+        look (the horizon when it could not tell), capped by what the budget allows."""
+        results, design = self.results, self.design
+        done = len(results.runs)
+        looks = results.looks or ()
+        started = self.rounds_started
+        if not design.sequential:
+            left_rounds = self.limit() - started
+        else:
+            planned = looks[-1].rounds_left if looks else None
+            if not looks:
+                left_rounds = max(0, design.first - started)
+            else:
+                left_rounds = planned if planned is not None else self.limit() - started
+            left_rounds = min(left_rounds, self.limit() - started)
+            budget = design.budget_s
+            walls = [run.wall_s for run in results.runs]
+            if budget is not None and walls:
+                per_round = statistics.median(walls) * max(1, len(self.active))
+                fits = int(max(0.0, budget - elapsed) // per_round)
+                left_rounds = min(left_rounds, max(fits, 2 - started))
+        current = self.order[-1] if self.order else ()
+        unfinished = sum(1 for key in current if (started - 1, key) not in self.done)
+        return done + unfinished + max(0, left_rounds) * len(self.active)

@@ -1,0 +1,296 @@
+"""The build stage: render the recipe, build it on the Docker engine, store the wheel.
+
+The image is built up to the recipe's `source` stage; the build script then runs in a container
+with the bazel cache volume (shared by all variants) mounted, and the export (the wheel and the
+bazel command line) is copied out. The wheel gets the variant as a PEP 440 local label and its
+manifest inside its .dist-info; the manifest is also written beside it. A content key (rendered
+recipe, source revision, base image) makes an unchanged rebuild a no-op.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import parse_wheel_filename
+
+from tfbuild import __version__, engine, pip, wheelfile
+from tfbuild.build.recipe import OUT_DIR, REMOTE_HEADER_ENV, Recipe, make_recipe
+from tfbuild.build.render import PREFLIGHT, Rendered, render, template_dirs
+from tfbuild.errors import BuildFailed, InstallError
+from tfbuild.fetch import fetch
+from tfbuild.files import digest, sha256_of
+from tfbuild.machine.profile import HostProfile
+from tfbuild.plan.make import Plan, PlannedVariant
+from tfbuild.progress import Reporter
+from tfbuild.store import WheelStore
+
+LOG_TAIL = 30
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    force: bool = False
+    tf_source: Path | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    variant: str
+    status: str  # built, up to date, fetched, failed
+    wheel: Path | None
+    message: str
+    seconds: float
+
+
+def prepare(
+    planned: PlannedVariant, plan: Plan, options: BuildOptions
+) -> tuple[Recipe, Rendered, pip.ContainerPip]:
+    """The recipe and its rendered files for one planned source variant (no engine needed)."""
+    matrix = plan.matrix
+    settings = pip.container_pip(matrix.defaults.pip)
+    recipe = make_recipe(
+        planned,
+        matrix.defaults,
+        plan.host,
+        options.tf_source,
+        ca_bundle=settings.ca_bundle is not None,
+    )
+    return recipe, render(recipe, template_dirs(matrix.path)), settings
+
+
+def content_key(recipe: Recipe, rendered: Rendered, base_image_id: str) -> str:
+    return digest(rendered.key, recipe.source.kind, recipe.source.ref, recipe.source.revision,
+                  base_image_id)  # fmt: skip
+
+
+def _up_to_date(store: WheelStore, planned: PlannedVariant, key: str) -> Path | None:
+    """The stored wheel, when it was built from this very recipe (its content key); its
+    manifest then records the plan's build key."""
+    variant = planned.variant
+    manifest = store.read_manifest(variant.id)
+    if manifest is None or manifest.get("content_key") != key:
+        return None
+    wheel = store.folder(variant.id) / str(manifest.get("wheel", ""))
+    if not (wheel.is_file() and sha256_of(wheel) == manifest.get("sha256")):
+        return None
+    if manifest.get("build_key") != planned.build_key:  # the same recipe, asked for anew
+        manifest = {k: v for k, v in manifest.items() if k != "schema"}
+        store.write_manifest(variant.id, {**manifest, "build_key": planned.build_key})
+    return wheel
+
+
+def _context(recipe: Recipe, rendered: Rendered, ca_bundle: Path | None) -> engine.Context:
+    context = engine.Context()
+    context.add_text("Dockerfile", rendered.dockerfile)
+    context.add_text("tfbuild-build", rendered.build_script, mode=0o755)
+    context.add_text(PREFLIGHT, rendered.preflight, mode=0o755)
+    if ca_bundle is not None:
+        context.add_path("ca-bundle.pem", ca_bundle)
+    if recipe.source.kind == "local":
+        assert recipe.source.path is not None
+        context.add_path("src", recipe.source.path)
+    return context
+
+
+def build_variant(
+    planned: PlannedVariant,
+    plan: Plan,
+    store: WheelStore,
+    reporter: Reporter,
+    options: BuildOptions,
+) -> Outcome:
+    """Build one planned variant for the plan's machine (a prebuilt one is fetched)."""
+    started = time.monotonic()
+    variant, matrix, host = planned.variant, plan.matrix, plan.host
+    if variant.source != "bazel":
+        artifact, downloaded = fetch(variant, store, matrix.defaults.pip)
+        state = "downloaded" if downloaded else "already in store"
+        return Outcome(variant.name, "fetched", artifact.wheel, state, time.monotonic() - started)
+    recipe, rendered, settings = prepare(planned, plan, options)
+    base = engine.image_info(recipe.base_image)
+    if base is None:
+        raise InstallError(
+            f"base image {recipe.base_image} is not on the engine; make it with "
+            "scripts/make-base-image (no registry needed), or docker pull it"
+        )
+    key = content_key(recipe, rendered, base["id"])
+    if not options.force and (wheel := _up_to_date(store, planned, key)) is not None:
+        return Outcome(variant.name, "up to date", wheel,
+                       f"content key {key[:12]} unchanged; --force rebuilds",
+                       time.monotonic() - started)  # fmt: skip
+    folder = store.folder(variant.id)
+    folder.mkdir(parents=True, exist_ok=True)
+    log_path = folder / "build.log"
+    tail: list[str] = []
+    with log_path.open("w", encoding="utf-8") as log_file:
+
+        def log(line: str) -> None:
+            log_file.write(line + "\n")
+            log_file.flush()
+            tail.append(line)
+            del tail[:-LOG_TAIL]
+            if line.startswith("Step ") or line.startswith("[") or line.startswith("INFO:"):
+                reporter.running(f"{variant.name}: {line[:90]}")
+
+        try:
+            wheel = _run_build(planned, recipe, rendered, settings, base, key, store, log,
+                               started, host, matrix.defaults.bazel.network)  # fmt: skip
+        except BuildFailed as exc:
+            raise BuildFailed(
+                f"{variant.name}: {exc}\n--- last lines of {log_path} ---\n" + "\n".join(tail)
+            ) from exc
+    return Outcome(variant.name, "built", wheel, f"content key {key[:12]}",
+                   time.monotonic() - started)  # fmt: skip
+
+
+def _run_build(
+    planned: PlannedVariant,
+    recipe: Recipe,
+    rendered: Rendered,
+    settings: pip.ContainerPip,
+    base: dict[str, Any],
+    key: str,
+    store: WheelStore,
+    log: Callable[[str], None],
+    started: float,
+    host: HostProfile,
+    network: str,
+) -> Path:
+    variant = planned.variant
+    folder = store.folder(variant.id)
+    tag = f"tfbuild/build:{variant.id}-{key[:12]}"
+    log(f"+ docker build --target source -t {tag} (context: Dockerfile, tfbuild-build, ...)")
+    engine.build_image(
+        _context(recipe, rendered, settings.ca_bundle), tag, log, target="source",
+        labels={"org.tfbuild.variant": variant.id, "org.tfbuild.content-key": key},
+    )  # fmt: skip
+    volume = engine.ensure_volume(recipe.cache_volume)
+    environment = {}
+    if os.environ.get(REMOTE_HEADER_ENV):  # credentials only at run time, never in the image
+        environment[REMOTE_HEADER_ENV] = os.environ[REMOTE_HEADER_ENV]
+    shown = "" if network == "bridge" else f" --network {network}"
+    log(f"+ docker run{shown} -v {volume}:/cache {tag} tfbuild-build {OUT_DIR}")
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
+        work = Path(tmp)
+        with engine.container(
+            tag, ["tfbuild-build", OUT_DIR],
+            volumes={volume: {"bind": "/cache", "mode": "rw"}},
+            environment=environment,
+            network_mode=network,
+            labels={"org.tfbuild": "build", "org.tfbuild.variant": variant.id},
+        ) as created:  # fmt: skip
+            code, _ = engine.run_to_end(created, log, timeout=None)
+            if code != 0:
+                raise BuildFailed(f"the build script exited with code {code}")
+            exported = engine.copy_out(created, OUT_DIR, work)
+        wheels = [p for p in exported if p.suffix == ".whl"]
+        if len(wheels) != 1:
+            raise BuildFailed(f"the build exported {len(wheels)} wheels; expected one")
+        release_check(wheels[0].name)
+        files = {p.name: p for p in exported}
+        command = files["bazel-command.txt"].read_text().strip() if "bazel-command.txt" in files \
+            else " ".join(recipe.bazel_command)  # fmt: skip
+        bazel_version = (
+            files["bazel-version.txt"].read_text().strip()
+            if "bazel-version.txt" in files
+            else recipe.bazel_version
+        )
+        manifest = {
+            "variant": variant.definition(),
+            "source": "bazel",
+            "tensorflow": recipe.tensorflow,
+            "git_ref": recipe.source.ref or recipe.source.revision,
+            "tf_source": recipe.source.describe(),
+            "era": recipe.era,
+            "bazel_version": bazel_version,
+            "bazel_command": command,
+            "configs": list(recipe.configs),
+            "copts": list(recipe.copts),
+            "host_copts": list(recipe.host_copts),
+            "base_image": {"reference": recipe.base_image, **base},
+            "builder_host": host.to_json(),
+            "build_seconds": round(time.monotonic() - started, 1),
+            "tfbuild_version": __version__,
+            "content_key": key,
+            "build_key": planned.build_key,
+            "compiler_flags": list(planned.compiler_flags),
+            "recipe_key": rendered.key,
+            "templates": rendered.sources,
+            "constraints": list(variant.constraints),
+        }
+        labelled = wheelfile.relabel(wheels[0], recipe.local_label, manifest, work)
+        manifest |= {"wheel": labelled.name, "sha256": sha256_of(labelled),
+                     "name": wheelfile.metadata(labelled)["Name"][0],
+                     "version": wheelfile.metadata(labelled)["Version"][0],
+                     "tags": pip.wheel_tags(labelled.name)}  # fmt: skip
+        final = folder / labelled.name
+        labelled.replace(final)
+    for old in folder.glob("*.whl"):
+        if old != final:
+            old.unlink()
+    store.write_manifest(variant.id, manifest)
+    return final
+
+
+def release_check(wheel_name: str) -> None:
+    """A built wheel carries a release version: a pre-release or local version means the tree
+    built a snapshot (TensorFlow's .bazelrc defaults to ML_WHEEL_TYPE=snapshot, which makes
+    X.Y.Z.dev0+selfbuilt), which pip ranks below the release and `tensorflow>=X.Y` refuses."""
+    _, version, _, _ = parse_wheel_filename(wheel_name)
+    if version.is_prerelease or version.local:
+        raise BuildFailed(
+            f"the build made {wheel_name}, version {version}: not a release version "
+            "(a snapshot tree, or a .bazelrc that overrides --repo_env=ML_WHEEL_TYPE=release)"
+        )
+
+
+def build_many(
+    variants: Sequence[PlannedVariant],
+    plan: Plan,
+    store: WheelStore,
+    reporter: Reporter,
+    options: BuildOptions,
+    jobs: int = 1,
+) -> list[str]:
+    """Build the planned variants (`jobs` at a time on the engine), each outcome reported as it
+    comes; returns the failures, one message each, with the build log's tail."""
+    failures: list[str] = []
+    reporter.start(len(variants), "building")
+
+    def one(planned: PlannedVariant) -> None:
+        reporter.running(f"{planned.variant.name}: starting")
+        try:
+            outcome = build_variant(planned, plan, store, reporter, options)
+        except (BuildFailed, InstallError) as exc:
+            failures.append(str(exc))
+            reporter.note(f"[red]failed[/] {exc}")
+        else:
+            reporter.note(
+                f"{outcome.variant}: {outcome.status}: {outcome.wheel} "
+                f"({outcome.message}, {outcome.seconds:.1f} s)"
+            )
+        reporter.advance(planned.variant.name)
+
+    if jobs == 1:
+        for planned in variants:
+            one(planned)
+        return failures
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(one, v) for v in variants]
+        try:
+            for future in futures:
+                future.result()
+        except KeyboardInterrupt:
+            # Workers are blocked on their containers: kill those, let them clean up.
+            engine.cancel()
+            for future in futures:
+                future.cancel()
+            raise
+    return failures

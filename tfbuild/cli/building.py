@@ -1,0 +1,285 @@
+"""`tfbuild build`, `tfbuild fetch` and `tfbuild base-image`: wheels into the store."""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from tfbuild.cli.app import cli
+from tfbuild.cli.common import (
+    QUIET_OPTION,
+    TENSORFLOW_OPTION,
+    Selection,
+    debug_option,
+    matrix_option,
+    printable_path,
+    selection_options,
+    store_option,
+)
+from tfbuild.cli.planning import build_target, read_matrix
+from tfbuild.config.model import Matrix, Variant
+from tfbuild.errors import BuildFailed, EngineUnavailable, UsageError
+from tfbuild.plan.make import Plan, PlannedVariant
+
+if TYPE_CHECKING:
+    from tfbuild.build.stage import BuildOptions
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildSettings:
+    matrix: Path | None
+    variants: tuple[str, ...]
+    build_all: bool
+    selection: Selection
+    store: Path
+    dry_run: bool
+    force: bool
+    tf_source: Path | None
+    jobs: int
+    bazel_cache: str | None
+    tensorflow: str | None
+    host: Path | None
+    quiet: bool
+
+    def __post_init__(self) -> None:
+        if not (self.variants or self.build_all or self.selection.only or self.selection.skip):
+            raise UsageError("name what to build: --variant NAME, --only PATTERN or --all")
+
+
+@cli.command()
+@matrix_option
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="NAME",
+    help="Variant to build (name or id; repeatable).",
+)
+@click.option("--all", "build_all", is_flag=True, help="Build every variant of the matrix.")
+@selection_options
+@store_option
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the rendered Dockerfile, build script and bazel command; build nothing.",
+)
+@click.option("--force", is_flag=True, help="Rebuild even when the content key is unchanged.")
+@click.option(
+    "--tf-source",
+    envvar="TFBUILD_TF_SOURCE",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    callback=lambda _ctx, _param, value: printable_path(value),
+    help="Build this local TensorFlow tree (copied in) instead of cloning the tag.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Variants built at the same time on the engine.",
+)
+@click.option(
+    "--bazel-cache",
+    envvar="TFBUILD_BAZEL_CACHE",
+    metavar="VOLUME_OR_PATH",
+    help="Override defaults.bazel.cache: a Docker volume name or an absolute path.",
+)
+@TENSORFLOW_OPTION
+@click.option(
+    "--host",
+    "host_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Build for the machine this saved `tfbuild detect --json` describes (march: host, "
+    "copts), e.g. the runner that will benchmark the wheels; default: this machine.",
+)
+@QUIET_OPTION
+@debug_option
+def build(
+    matrix_path: Path | None,
+    variants: tuple[str, ...],
+    build_all: bool,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    store_path: Path,
+    dry_run: bool,
+    force: bool,
+    tf_source: Path | None,
+    jobs: int,
+    bazel_cache: str | None,
+    tensorflow: str | None,
+    host_path: Path | None,
+    quiet: bool,
+) -> None:
+    """Build wheels of source variants in Docker (bazel with their configs and copts).
+
+    The recipe for the variant's TensorFlow era is rendered from templates/ (a templates/ folder
+    next to matrix.yaml overrides the packaged one), built on the engine DOCKER_HOST points to,
+    and the wheel lands in STORE/<variant-id>/ with manifest.json and build.log. The wheel's
+    version carries the variant as a local label (2.17.1+mkl.avx2) and its manifest inside.
+    Building an unchanged variant again is a no-op (--force rebuilds). Prebuilt variants are
+    fetched instead.
+    """
+    from tfbuild.build.stage import BuildOptions, build_many
+    from tfbuild.engine import docker_status
+    from tfbuild.plan.make import make_plan
+    from tfbuild.plan.select import select
+    from tfbuild.progress import make_reporter
+    from tfbuild.store import WheelStore
+
+    settings = BuildSettings(
+        matrix=matrix_path,
+        variants=variants,
+        build_all=build_all,
+        selection=Selection(only=only, skip=skip),
+        store=store_path,
+        dry_run=dry_run,
+        force=force,
+        tf_source=tf_source,
+        jobs=jobs,
+        bazel_cache=bazel_cache,
+        tensorflow=tensorflow,
+        host=host_path,
+        quiet=quiet,
+    )
+    matrix = read_matrix(settings.matrix, settings.tensorflow)
+    if settings.bazel_cache:
+        matrix = _with_bazel_cache(matrix, settings.bazel_cache)
+    chosen: list[Variant]
+    if settings.variants:
+        chosen = list(dict.fromkeys(matrix.variant(name) for name in settings.variants))
+    else:
+        only, skip = settings.selection.only, settings.selection.skip
+        chosen = list(dict.fromkeys(v for v, _ in select(matrix, only, skip)))
+    exact = [glob.escape(v.name) for v in chosen]
+    plan = make_plan(matrix, build_target(settings.host), only=exact)
+    planned = [plan.planned(v.name) for v in chosen]
+    options = BuildOptions(force=settings.force, tf_source=settings.tf_source)
+    if settings.dry_run:
+        for pv in planned:
+            _print_dry_run(pv, plan, options)
+        return
+    status = docker_status()
+    if any(v.needs_build for v in chosen) and not status.reachable:
+        raise EngineUnavailable(
+            f"building source variants needs a Docker engine; none answers at {status.host} "
+            f"({status.error}). Start dockerd or set DOCKER_HOST; --dry-run shows the recipe."
+        )
+    reporter = make_reporter(settings.quiet)
+    with reporter:
+        failures = build_many(
+            planned, plan, WheelStore(settings.store), reporter, options, settings.jobs
+        )
+    if failures:
+        raise BuildFailed(f"{len(failures)} of {len(planned)} builds failed; see above")
+
+
+def _with_bazel_cache(matrix: Matrix, cache: str) -> Matrix:
+    from tfbuild.config.values import PATH_RE, VOLUME_RE
+
+    expanded = str(Path(cache).expanduser())
+    absolute = expanded.startswith("/") and PATH_RE.fullmatch(expanded)
+    if not (VOLUME_RE.fullmatch(expanded) or absolute):
+        raise UsageError(
+            f"--bazel-cache {cache!r}: expected a Docker volume name or an absolute path"
+        )
+    bazel = dataclasses.replace(matrix.defaults.bazel, cache=expanded)
+    defaults = dataclasses.replace(matrix.defaults, bazel=bazel)
+    return dataclasses.replace(matrix, defaults=defaults)
+
+
+def _print_dry_run(planned: PlannedVariant, plan: Plan, options: BuildOptions) -> None:
+    from tfbuild.build.stage import prepare
+
+    variant = planned.variant
+    if variant.source != "bazel":
+        what = variant.requirement or variant.path
+        click.echo(f"# {variant.name}: source {variant.source} ({what}); `tfbuild fetch` gets it\n")
+        return
+    recipe, rendered, settings = prepare(planned, plan, options)
+    click.echo(f"# ===== {variant.name} ({variant.id}): Dockerfile =====")
+    click.echo(rendered.dockerfile)
+    click.echo(f"# ===== {variant.name}: tfbuild-build =====")
+    click.echo(rendered.build_script)
+    click.echo(f"# ===== {variant.name}: bazel command =====")
+    click.echo(" ".join(shlex.quote(a) for a in recipe.bazel_command))
+    for note in (*recipe.notes, *settings.notes):
+        click.echo(f"# note: {note}")
+    click.echo("")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchSettings:
+    matrix: Path | None
+    selection: Selection
+    store: Path
+    refresh: bool
+
+
+@cli.command()
+@matrix_option
+@selection_options
+@store_option
+@click.option("--refresh", is_flag=True, help="Ask the index again (picks up a new release).")
+@debug_option
+def fetch(
+    matrix_path: Path | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    store_path: Path,
+    refresh: bool,
+) -> None:
+    """Download the prebuilt variants (source: pypi) into the wheel store, once.
+
+    Each lands in STORE/<variant-id>/ with a manifest.json: name, version, sha256, the index URL
+    it came from and its tags. source: wheel variants get a manifest with their sha256.
+    Source builds are made by `tfbuild build`.
+    """
+    from tfbuild.fetch import fetch as fetch_variant
+    from tfbuild.plan.select import select
+    from tfbuild.store import WheelStore
+
+    settings = FetchSettings(
+        matrix=matrix_path,
+        selection=Selection(only=only, skip=skip),
+        store=store_path,
+        refresh=refresh,
+    )
+    matrix = read_matrix(settings.matrix)
+    store = WheelStore(settings.store)
+    seen: set[str] = set()
+    for variant, _ in select(matrix, settings.selection.only, settings.selection.skip):
+        if variant.name in seen or variant.source == "bazel":
+            continue
+        seen.add(variant.name)
+        artifact, downloaded = fetch_variant(variant, store, matrix.defaults.pip, settings.refresh)
+        state = "downloaded" if downloaded else "already in store"
+        click.echo(f"{variant.name}: {artifact.wheel} ({state}, sha256 {artifact.sha256[:16]})")
+    if not seen:
+        click.echo("nothing to fetch: the selection has only source builds (`tfbuild build`)")
+
+
+@cli.command("base-image")
+@click.argument("tag", default="tfbuild/base:bookworm")
+@debug_option
+def base_image(tag: str) -> None:
+    """Make the Debian base image for build and runtime containers without a registry
+    (debootstrap + docker import; needs root and debootstrap)."""
+    import subprocess
+
+    from tfbuild.resources import data_path
+
+    script = data_path("make-base-image")
+    if os.geteuid() != 0:
+        raise UsageError(f"making {tag} needs root (debootstrap): run `sudo tfbuild base-image`")
+    click.echo(f"+ {script} {tag}", err=True)
+    proc = subprocess.run(["bash", str(script), tag], check=False)
+    if proc.returncode != 0:
+        raise BuildFailed(f"making the base image {tag} failed (exit {proc.returncode})")

@@ -1,0 +1,162 @@
+"""`tfbuild compare`: rank the configs of results files, optionally gated against older ones."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from tfbuild.cli.app import cli
+from tfbuild.cli.common import console, debug_option, parse_fraction, results_paths
+from tfbuild.errors import RegressionFound, UsageError
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareSettings:
+    results: tuple[Path, ...]
+    fmt: str
+    output: Path | None
+    against: tuple[Path, ...]
+    against_given: tuple[str, ...]
+    """--against as typed, for the message when the gate fails."""
+    fail_above: float
+    allow_different_hosts: bool
+    margin: float | None
+
+
+def _margin(value: str | None) -> float | None:
+    from tfbuild.config.values import parse_percent
+
+    if value is None:
+        return None
+    if (fraction := parse_percent(value)) is None:
+        raise UsageError(f"--margin {value!r}: expected a percentage like 3%")
+    return fraction
+
+
+@cli.command()
+@click.argument("results_files", nargs=-1, required=True, metavar="RESULTS...")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "markdown", "json", "html"]),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the report to this file (atomically) instead of standard output.",
+)
+@click.option(
+    "--against",
+    multiple=True,
+    metavar="FILE|FOLDER|'GLOB'",
+    help="Older results to gate against (regression check): a file, a folder of results "
+    "files, or a quoted pattern; repeatable. Paired with the new results by machine class.",
+)
+@click.option(
+    "--fail-above",
+    default="5%",
+    show_default=True,
+    help="With --against: fail when a config got slower than this, significantly.",
+)
+@click.option(
+    "--allow-different-hosts",
+    is_flag=True,
+    help="With --against: compare results from different machines anyway.",
+)
+@click.option(
+    "--margin",
+    metavar="PERCENT",
+    help="Practical margin for the verdicts (default: one process's spread from the A/A "
+    "control, at least 2%).",
+)
+@debug_option
+def compare(
+    results_files: tuple[str, ...],
+    fmt: str,
+    output: Path | None,
+    against: tuple[str, ...],
+    fail_above: str,
+    allow_different_hosts: bool,
+    margin: str | None,
+) -> None:
+    """Rank the configs of one or more results files (RESULTS: files, folders of them, or
+    quoted patterns) against the baseline.
+
+    Per benchmark and overall (geometric mean), each config's speed relative to the baseline
+    with simultaneous confidence intervals (every claim holds together with probability 95 %,
+    looks of a sequential session included), verdicts faster / slower / equivalent / undecided
+    against a practical margin from the A/A control, tiers of configs that could be the
+    fastest, the looks and eliminations a session made (replayed from the data), and the config
+    to use with how to reproduce it. Files from several machines are reported per machine.
+    With --against OLD (results of the same machine class are paired), exits 10 when a config
+    got slower than --fail-above, or when a config OLD measured has no results (or fewer
+    benchmarks) in the new ones, a line per cause.
+    """
+    from tfbuild.analysis.gate import gate
+    from tfbuild.analysis.report import analyse
+    from tfbuild.analysis.sessions import load_sessions
+    from tfbuild.files import atomic_write_text
+    from tfbuild.report import comparison as views
+
+    chosen_margin = _margin(margin)
+    settings = CompareSettings(
+        results=results_paths(results_files, "RESULTS"),
+        fmt=fmt,
+        output=output,
+        against=results_paths(against) if against else (),
+        against_given=against,
+        fail_above=parse_fraction("--fail-above", fail_above),
+        allow_different_hosts=allow_different_hosts,
+        margin=chosen_margin,
+    )
+    sessions = load_sessions(settings.results)
+    reports = analyse(sessions, settings.margin)
+    verdict = None
+    threshold = settings.fail_above
+    if settings.against:
+        old = load_sessions(settings.against)
+        verdict = gate(sessions, old, threshold, settings.allow_different_hosts)
+    text: str | None
+    if settings.fmt == "table":
+        # To a file: plain text at a fixed width; to the terminal: as wide as it is.
+        out = (
+            console()
+            if settings.output is None
+            else Console(record=True, file=io.StringIO(), width=120, highlight=False)
+        )
+        out.print(views.compare_view(reports), crop=False)
+        if verdict is not None:
+            out.print(views.gate_view(verdict, threshold))
+        text = None if settings.output is None else out.export_text()
+    elif settings.fmt == "markdown":
+        text = views.compare_markdown(reports)
+        if verdict is not None:
+            text += "\n" + views.gate_markdown(verdict, threshold)
+    elif settings.fmt == "json":
+        text = json.dumps(views.compare_json(reports, verdict), indent=2) + "\n"
+    else:
+        from tfbuild.report.html import compare_html
+
+        text = compare_html(reports)
+    if text is not None:
+        if settings.output is not None:
+            atomic_write_text(settings.output, text)
+            click.echo(f"wrote {settings.output}", err=True)
+        else:
+            click.echo(text, nl=False)
+    if verdict is not None:
+        for note in verdict.notes:
+            click.echo(f"gate: {note}", err=True)
+        if causes := verdict.causes(threshold):
+            raise RegressionFound(
+                f"the regression gate failed against {' '.join(settings.against_given)}, "
+                f"{len(causes)} cause(s):\n" + "\n".join(f"  {c}" for c in causes)
+            )

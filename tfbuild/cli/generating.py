@@ -1,0 +1,197 @@
+"""`tfbuild index`, `tfbuild ci github` and `tfbuild ci keep`: what the nightly CI and a team's
+pip use, generated from the matrix and the wheel store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from tfbuild.cli.app import cli
+from tfbuild.cli.common import debug_option, matrix_option, parse_fraction, results_paths
+from tfbuild.cli.planning import machine, read_matrix
+from tfbuild.errors import BadWheel, StaleOutput, UsageError
+
+
+@cli.command()
+@click.argument(
+    "store_path",
+    metavar="[STORE]",
+    required=False,
+    default="wheels",
+    type=click.Path(path_type=Path, file_okay=False),
+)
+@debug_option
+def index(store_path: Path) -> None:
+    """Write a PEP 503 simple index over every wheel in the store, at STORE/simple.
+
+    Links carry #sha256= fragments and data-requires-python, so a team can
+    `pip install --index-url file:///.../wheels/simple tensorflow-cpu==2.17.1+mkl.avx2`
+    or serve the folder with any static web server.
+    """
+    from tfbuild.ci.index import write_index
+
+    if not store_path.is_dir():
+        raise UsageError(f"{store_path}: no such wheel store (build or fetch something first)")
+    indexed, skipped = write_index(store_path)
+    root = (store_path / "simple").resolve()
+    projects = sorted({p for p, _ in indexed})
+    click.echo(f"indexed {len(indexed)} wheels of {len(projects)} projects in {root}")
+    for project, wheel in indexed:
+        click.echo(f"  {project}: {wheel.name}")
+    click.echo(f"pip install --index-url {root.as_uri()}/ PROJECT==VERSION")
+    if skipped:
+        raise BadWheel(
+            f"left out of the index, {len(skipped)} file(s) that are not readable wheels:\n"
+            + "\n".join(f"  {line}" for line in skipped)
+        )
+
+
+@cli.group()
+def ci() -> None:
+    """Generate CI configuration for this matrix."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GithubSettings:
+    matrix: Path | None
+    out: Path
+    install: str
+    build_runner: str
+    bench_runners: tuple[str, ...]
+    bench_hosts: dict[str, str]
+    """Runner label -> the path of its saved profile (checked readable)."""
+    fail_above: str
+    check: bool
+
+
+def _bench_hosts(given: tuple[str, ...]) -> dict[str, str]:
+    """--bench-host RUNNER=PROFILE values, each profile checked readable now."""
+    profiles = {}
+    for item in given:
+        runner, _, path = item.partition("=")
+        if not runner or not path:
+            raise UsageError(f"--bench-host {item!r}: expected RUNNER=PROFILE.json")
+        machine(Path(path))  # a readable profile, or a clear error now
+        profiles[runner] = path
+    return profiles
+
+
+@ci.command()
+@matrix_option
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=".github/workflows/tfbuild-nightly.yml",
+    show_default=True,
+    help="Where to write the workflow.",
+)
+@click.option(
+    "--install",
+    default="pip install .",
+    show_default=True,
+    help="How every job installs tfbuild: from the checkout, a wheel or a URL; never by a bare "
+    "name from the index (`tfbuild` there is an unrelated project).",
+)
+@click.option(
+    "--build-runner",
+    default="ubuntu-latest",
+    show_default=True,
+    help="Runner label for the build jobs.",
+)
+@click.option(
+    "--bench-runner",
+    "bench_runners",
+    multiple=True,
+    help="Runner label for a bench job (repeatable; default ubuntu-latest).",
+)
+@click.option(
+    "--bench-host",
+    "bench_hosts",
+    multiple=True,
+    metavar="RUNNER=PROFILE",
+    help="The saved `tfbuild detect --output` profile of a bench runner's machine (a path in "
+    "the repository): march: host variants are built for it; runners without one skip them.",
+)
+@click.option(
+    "--fail-above",
+    default="5%",
+    show_default=True,
+    help="Regression threshold against the previous night.",
+)
+@click.option(
+    "--check", is_flag=True, help="Exit 13 if the file differs from what would be written."
+)
+@debug_option
+def github(
+    matrix_path: Path | None,
+    out: Path,
+    install: str,
+    build_runner: str,
+    bench_runners: tuple[str, ...],
+    bench_hosts: tuple[str, ...],
+    fail_above: str,
+    check: bool,
+) -> None:
+    """Write the nightly GitHub Actions workflow: plan, build per source variant, bench per
+    runner, compare with a regression gate against the last passing night on the same machine
+    class. Every job installs tfbuild from the repository it checks out."""
+    from tfbuild.ci import workflow
+    from tfbuild.files import atomic_write_text
+
+    parse_fraction("--fail-above", fail_above)
+    settings = GithubSettings(
+        matrix=matrix_path,
+        out=out,
+        install=install,
+        build_runner=build_runner,
+        bench_runners=bench_runners or ("ubuntu-latest",),
+        bench_hosts=_bench_hosts(bench_hosts),
+        fail_above=fail_above,
+        check=check,
+    )
+    matrix = read_matrix(settings.matrix)
+    shown = str(settings.matrix) if settings.matrix is not None else "matrix.yaml"
+    generator = workflow.Settings(
+        matrix_file=shown,
+        out=str(settings.out),
+        install=settings.install,
+        build_runner=settings.build_runner,
+        bench_runners=settings.bench_runners,
+        bench_hosts=settings.bench_hosts,
+        fail_above=settings.fail_above,
+    )
+    text = workflow.render(matrix, generator)
+    if settings.check:
+        if not workflow.is_current(settings.out, text):
+            raise StaleOutput(
+                f"{settings.out} is not what `tfbuild ci github` generates from {shown} now; "
+                f"regenerate it with `tfbuild ci github --out {settings.out}`"
+            )
+        click.echo(f"{settings.out} is current")
+        return
+    atomic_write_text(settings.out, text)
+    click.echo(f"wrote {settings.out}")
+
+
+@ci.command()
+@click.argument("results_files", nargs=-1, required=True, metavar="RESULTS...")
+@click.option(
+    "--into",
+    type=click.Path(path_type=Path, file_okay=False),
+    required=True,
+    help="The folder of reference results (one set per machine class).",
+)
+@debug_option
+def keep(results_files: tuple[str, ...], into: Path) -> None:
+    """Make these results the reference of their machine class in --into: earlier results of
+    the same class there are removed, other classes' stay. RESULTS: files, folders or quoted
+    patterns."""
+    from tfbuild.ci.keep import keep as keep_results
+
+    kept, removed = keep_results(results_paths(results_files, "RESULTS"), into)
+    for path in kept:
+        click.echo(f"kept {path}")
+    for path in removed:
+        click.echo(f"replaced {path}")

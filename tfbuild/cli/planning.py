@@ -1,0 +1,114 @@
+"""The matrix, the machine and the one plan a command works from.
+
+A command reads its matrix once, chooses the machine first (this one, a saved profile, or the
+machine a remote Docker engine runs on, probed in a container), then makes one plan for it;
+every stage after that works from that plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+from tfbuild import engine
+from tfbuild.cli.common import Selection
+from tfbuild.config.load import load_matrix
+from tfbuild.config.model import Matrix
+from tfbuild.engine import DockerInfo
+from tfbuild.errors import EngineUnavailable
+from tfbuild.machine.detect import detect
+from tfbuild.machine.profile import HostProfile, load_profile
+from tfbuild.machine.remote import engine_machine
+from tfbuild.plan.make import Plan, make_plan
+from tfbuild.plan.runtimes import ImageProbe, Runtimes, runtime_kind, runtimes_for
+from tfbuild.plan.select import select
+from tfbuild.resources import default_matrix_path
+
+
+def matrix_file(path: Path | None) -> Path:
+    """--matrix, else ./matrix.yaml when there is one, else the packaged default."""
+    if path is not None:
+        return path
+    local = Path("matrix.yaml")
+    return local if local.is_file() else default_matrix_path()
+
+
+def read_matrix(path: Path | None, tensorflow: str | None = None) -> Matrix:
+    return load_matrix(matrix_file(path), tensorflow)
+
+
+def machine(path: Path | None, engine_status: DockerInfo | None = None) -> HostProfile:
+    """The machine a saved profile (--host) describes, else this one."""
+    if path is not None:
+        return load_profile(path)
+    return detect(docker=engine_status)
+
+
+def build_target(path: Path | None) -> HostProfile:
+    """The machine wheels are built for: this one, or the saved profile of another (its
+    `march: host` and copts; the build machine's own tools keep TensorFlow's baseline)."""
+    if path is None:
+        return detect()
+    return dataclasses.replace(load_profile(path), source="saved")
+
+
+def image_probe(engine_status: DockerInfo) -> ImageProbe | None:
+    """Asks the engine what a runtime image holds, once per (image, Python); None when no
+    engine answers."""
+    return functools.cache(engine.image_pythons) if engine_status.reachable else None
+
+
+def runtimes(matrix: Matrix, target: HostProfile, choice: str = "auto") -> Runtimes | None:
+    """Where the variants run on the machine a plan is for, when tfbuild runs them there."""
+    status = target.docker or DockerInfo(reachable=False, host="")
+    return runtimes_for(matrix, target, choice, image_probe(status))
+
+
+EVERYTHING = Selection()
+
+
+def plan_here(matrix: Matrix, target: HostProfile, selection: Selection = EVERYTHING) -> Plan:
+    """The one plan for a machine (`matrix`, `detect --matrix`)."""
+    return make_plan(matrix, target, selection.only, selection.skip, runtimes(matrix, target))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SessionMachine:
+    """What decides the machine a session's benchmarks run on."""
+
+    runtime: str
+    cpus: tuple[int, ...] | None = None
+    container_cpus: float | None = None
+    memory: str | None = None
+
+
+def session_plan(
+    matrix: Matrix,
+    selection: Selection,
+    wanted: SessionMachine,
+    engine_status: DockerInfo,
+    note: Callable[[str], None],
+) -> Plan:
+    """The one plan of a session (`bench`, `run`, `calibrate`): for the machine its benchmarks
+    run on (this one, or a remote engine's when its containers run there), made once."""
+    here = detect(docker=engine_status)
+    kinds: dict[str, str] = {}
+    for variant, _ in select(matrix, selection.only, selection.skip):
+        try:
+            kinds[variant.name] = runtime_kind(variant, wanted.runtime, engine_status.reachable)
+        except EngineUnavailable:
+            continue  # reported when the variant is prepared
+    target = engine_machine(
+        here,
+        kinds,
+        engine_status,
+        matrix.defaults.base_images.runtime,
+        cpus=wanted.cpus,
+        nano_cpus=int(wanted.container_cpus * 1e9) if wanted.container_cpus else None,
+        memory=wanted.memory,
+        note=note,
+    )
+    where = runtimes_for(matrix, target, wanted.runtime, image_probe(engine_status))
+    return make_plan(matrix, target, selection.only, selection.skip, where)

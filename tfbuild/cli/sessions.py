@@ -1,0 +1,430 @@
+"""`tfbuild bench`, `tfbuild calibrate` and `tfbuild run`: sessions that measure.
+
+Each command reads its options into one settings object, chooses the machine the benchmarks run
+on, makes one plan for it and hands that plan to the stages: build (run only), the bench session
+(which takes the analysis's looks as a function), then the report.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from tfbuild.cli.app import cli
+from tfbuild.cli.common import (
+    QUIET_OPTION,
+    RUNTIME_OPTION,
+    SEED_OPTION,
+    Selection,
+    SuiteRequest,
+    cache_folder,
+    cache_option,
+    console,
+    debug_option,
+    matrix_option,
+    parse_cpus,
+    parse_host_key,
+    results_option,
+    selection_options,
+    session_options,
+    store_option,
+)
+from tfbuild.cli.planning import SessionMachine, read_matrix, session_plan
+from tfbuild.engine import DockerInfo
+from tfbuild.errors import EngineUnavailable, NothingRan
+from tfbuild.results.model import Results
+
+if TYPE_CHECKING:
+    from tfbuild.bench.options import SessionOptions, Workspace
+    from tfbuild.config.model import SuiteSettings
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionSettings:
+    """What `bench` and `run` are asked: the matrix and selection, the suite, the machine's
+    limits, and where results go."""
+
+    matrix: Path | None
+    tensorflow: str | None
+    selection: Selection
+    suite: SuiteRequest
+    seed: int | None
+    host_key: str | None
+    machine: SessionMachine
+    store: Path
+    results_dir: Path
+    cache_dir: Path
+    force: bool
+    quiet: bool
+    timeout: float = 1800.0
+    refresh: bool = False
+
+    def workspace(self, engine_status: DockerInfo) -> Workspace:
+        return _workspace(self.store, self.cache_dir, self.results_dir, engine_status)
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> SessionSettings:
+        """From the options of `bench` or `run` (those only `bench` has take their defaults)."""
+        return cls(
+            matrix=params["matrix_path"],
+            tensorflow=params["tensorflow"],
+            selection=Selection(only=params["only"], skip=params["skip"]),
+            suite=SuiteRequest.parse(
+                quick=params["quick"],
+                preset=params.get("preset"),
+                budget=params["budget"],
+                resolve=params["resolve"],
+                min_rounds=params["min_rounds"],
+                rounds=params["rounds"],
+            ),
+            seed=params["seed"],
+            host_key=parse_host_key(params["host_key"]),
+            machine=SessionMachine(
+                runtime=params["runtime"],
+                cpus=parse_cpus(params["cpus"]),
+                container_cpus=params.get("container_cpus"),
+                memory=params.get("memory"),
+            ),
+            store=params["store_path"],
+            results_dir=params["results_dir"],
+            cache_dir=cache_folder(params["cache_dir"]),
+            force=params["force"],
+            quiet=params["quiet"],
+            timeout=params.get("timeout", 1800.0),
+            refresh=params.get("refresh", False),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResumeSettings:
+    """What `bench --resume` is asked: the results file, and where wheels and runtimes are."""
+
+    results_file: Path
+    store: Path
+    cache_dir: Path
+    results_dir: Path
+    quiet: bool
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> ResumeSettings:
+        return cls(
+            results_file=params["resume"],
+            store=params["store_path"],
+            cache_dir=cache_folder(params["cache_dir"]),
+            results_dir=params["results_dir"],
+            quiet=params["quiet"],
+        )
+
+    def workspace(self, engine_status: DockerInfo) -> Workspace:
+        return _workspace(self.store, self.cache_dir, self.results_dir, engine_status)
+
+
+def _workspace(
+    store: Path, cache_dir: Path, results_dir: Path, engine_status: DockerInfo
+) -> Workspace:
+    from tfbuild.bench.options import Workspace
+    from tfbuild.store import WheelStore
+
+    return Workspace(
+        store=WheelStore(store),
+        cache_dir=cache_dir,
+        results_dir=results_dir,
+        engine_reachable=engine_status.reachable,
+    )
+
+
+def _options(settings: SessionSettings, suite: SuiteSettings) -> SessionOptions:
+    from tfbuild.bench.options import SessionOptions
+
+    wanted = settings.machine
+    return SessionOptions(
+        suite=suite,
+        preset=settings.suite.preset,
+        seed=settings.seed,
+        cpus=wanted.cpus,
+        runtime=wanted.runtime,
+        timeout=settings.timeout,
+        refresh=settings.refresh,
+        argv=("tfbuild", *sys.argv[1:]),
+        force=settings.force,
+        container_cpus=wanted.container_cpus,
+        memory=wanted.memory,
+        host_key=settings.host_key,
+    )
+
+
+def _require_measurements(results: Results, path: Path) -> None:
+    if not any(run.ok for run in results.runs):
+        raise NothingRan(f"no config could run; the reasons are recorded in {path}")
+
+
+@cli.command()
+@matrix_option
+@selection_options
+@store_option
+@session_options
+@click.option("--preset", help="Use this suite preset from matrix.yaml.")
+@click.option(
+    "--timeout",
+    type=float,
+    default=1800,
+    show_default=True,
+    help="Seconds one benchmark process may take before it is killed.",
+)
+@click.option("--refresh", is_flag=True, help="Ask the index again for unpinned requirements.")
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Continue an interrupted session from its results file.",
+)
+@click.option(
+    "--container-cpus",
+    type=click.FloatRange(0.01, 1024),
+    help="CPU limit for benchmark containers (docker --cpus).",
+)
+@click.option("--memory", metavar="SIZE", help="Memory limit for benchmark containers, e.g. 8g.")
+@debug_option
+def bench(**params: Any) -> None:
+    """Benchmark every selected (variant, tuning) config with the fixed suite.
+
+    Each variant is fetched, installed into its runtime (a cached venv, or a container) and
+    smoke-tested. Then each round runs every config still in contention once, each in a fresh
+    process, in a seeded shuffled order, with the baseline run twice (the A/A control). After
+    --min-rounds, a config that cannot be the fastest stops running, and the session stops
+    when every config that could be the fastest is known to ±--resolve, or when --budget (time
+    spent benchmarking) would run out (--rounds N: a fixed design instead). Every raw sample,
+    look and elimination goes to RESULTS/<session>.json, rewritten after each finished run;
+    --resume continues it.
+    """
+    from tfbuild.analysis.looks import SequentialLooks
+    from tfbuild.bench.session import resume_session, run_session
+    from tfbuild.bench.summary import summarise
+    from tfbuild.engine import docker_status
+    from tfbuild.progress import make_reporter
+    from tfbuild.report.terminal import bench_view
+    from tfbuild.results.codec import load
+
+    engine_status = docker_status()
+    if params["resume"] is not None:
+        # A session continues as it was recorded: the options that shaped it are not read.
+        resuming = ResumeSettings.from_params(params)
+        reporter = make_reporter(resuming.quiet)
+        with reporter:
+            workspace = resuming.workspace(engine_status)
+            path = resume_session(resuming.results_file, workspace, reporter, SequentialLooks())
+    else:
+        settings = SessionSettings.from_params(params)
+        workspace = settings.workspace(engine_status)
+        reporter = make_reporter(settings.quiet)
+        matrix = read_matrix(settings.matrix, settings.tensorflow)
+        options = _options(settings, settings.suite.settings(matrix.suite))
+        with reporter:
+            plan = session_plan(
+                matrix, settings.selection, settings.machine, engine_status, reporter.note
+            )
+            path = run_session(plan, options, workspace, reporter, SequentialLooks())
+    results = load(path)
+    if not params["quiet"]:
+        console().print(bench_view(summarise(results), path))
+    _require_measurements(results, path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrateSettings:
+    matrix: Path | None
+    selection: Selection
+    store: Path
+    rounds: int
+    seed: int | None
+    runtime: str
+    results_dir: Path
+    cache_dir: Path
+    report: Path | None
+    fmt: str
+    quiet: bool
+
+    def workspace(self, engine_status: DockerInfo) -> Workspace:
+        return _workspace(self.store, self.cache_dir, self.results_dir, engine_status)
+
+
+@cli.command()
+@matrix_option
+@selection_options
+@store_option
+@click.option(
+    "--rounds",
+    type=click.IntRange(2, 1000),
+    default=10,
+    show_default=True,
+    help="Processes per config (every config once per round, shuffled).",
+)
+@SEED_OPTION
+@RUNTIME_OPTION
+@results_option("Folder for the calibration file.")
+@cache_option
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Show the table of an earlier calibration file instead of running one.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "markdown"]),
+    default="table",
+    show_default=True,
+)
+@QUIET_OPTION
+@debug_option
+def calibrate(
+    matrix_path: Path | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    store_path: Path,
+    rounds: int,
+    seed: int | None,
+    runtime: str,
+    results_dir: Path,
+    cache_dir: Path | None,
+    report_path: Path | None,
+    fmt: str,
+    quiet: bool,
+) -> None:
+    """Where a benchmark process spends its time, and which timed work buys the most precision.
+
+    Runs the suite's benchmarks in fresh processes like `tfbuild bench`, but times every step on
+    its own; then replays designs (iterations per sample, samples per process) on the same
+    processes: each one's cost per process and its process-to-process noise, and the precision
+    per wall-second relative to the suite's own design. Use a few configs (--only).
+    """
+    from tfbuild.analysis.calibration import analyse
+    from tfbuild.report.calibration import calibration_markdown, calibration_view
+    from tfbuild.results.calibration import load
+
+    settings = CalibrateSettings(
+        matrix=matrix_path,
+        selection=Selection(only=only, skip=skip),
+        store=store_path,
+        rounds=rounds,
+        seed=seed,
+        runtime=runtime,
+        results_dir=results_dir,
+        cache_dir=cache_folder(cache_dir),
+        report=report_path,
+        fmt=fmt,
+        quiet=quiet,
+    )
+    path = settings.report if settings.report is not None else _calibrate(settings)
+    analysis = analyse(load(path))
+    if settings.fmt == "markdown":
+        click.echo(calibration_markdown(analysis), nl=False)
+    else:
+        console().print(calibration_view(analysis, path))
+
+
+def _calibrate(settings: CalibrateSettings) -> Path:
+    """Run a calibration session; its file's path."""
+    from tfbuild.bench.calibrate import run_calibration
+    from tfbuild.bench.options import SessionOptions
+    from tfbuild.engine import docker_status
+    from tfbuild.progress import make_reporter
+
+    engine_status = docker_status()
+    matrix = read_matrix(settings.matrix)
+    options = SessionOptions(
+        suite=matrix.suite.settings,
+        seed=settings.seed,
+        runtime=settings.runtime,
+        argv=("tfbuild", *sys.argv[1:]),
+    )
+    workspace = settings.workspace(engine_status)
+    reporter = make_reporter(settings.quiet)
+    with reporter:
+        wanted = SessionMachine(runtime=settings.runtime)
+        plan = session_plan(matrix, settings.selection, wanted, engine_status, reporter.note)
+        return run_calibration(plan, options, workspace, reporter, settings.rounds)
+
+
+def no_engine_message(names: Sequence[str], engine_status: DockerInfo) -> str:
+    return (
+        f"Skipped the source variants {', '.join(names)}: building them needs a Docker engine "
+        f"and none answers at {engine_status.host}. To include them: install and start Docker "
+        "(Debian/Ubuntu: apt-get install docker.io, then start dockerd) or point DOCKER_HOST "
+        "at an engine; make the base image with `sudo tfbuild base-image` when no registry is "
+        "reachable; then run `tfbuild run` again."
+    )
+
+
+@cli.command()
+@matrix_option
+@selection_options
+@store_option
+@session_options
+@debug_option
+def run(**params: Any) -> None:
+    """The whole loop: which TensorFlow build and settings are fastest here, and will they run.
+
+    Detects this machine, plans the matrix, builds the source variants (when a Docker engine is
+    reachable; otherwise says once which were skipped and how to include them) or fetches the
+    prebuilt ones, audits every wheel (skipping those that cannot run here), benchmarks every
+    (variant, tuning) config, ranks them, writes RESULTS/<session>.html and prints the ranking
+    and the config to use.
+    """
+    from tfbuild.analysis.looks import SequentialLooks
+    from tfbuild.analysis.report import analyse
+    from tfbuild.analysis.sessions import load_sessions
+    from tfbuild.bench.session import run_session
+    from tfbuild.build.stage import BuildOptions, build_many
+    from tfbuild.engine import docker_status
+    from tfbuild.files import atomic_write_text
+    from tfbuild.progress import make_reporter
+    from tfbuild.report.comparison import compare_view
+    from tfbuild.report.html import compare_html
+    from tfbuild.results.codec import load
+
+    settings = SessionSettings.from_params(params)
+    matrix = read_matrix(settings.matrix, settings.tensorflow)
+    engine_status = docker_status()
+    workspace = settings.workspace(engine_status)
+    options = _options(settings, settings.suite.settings(matrix.suite))
+    reporter = make_reporter(settings.quiet)
+    skipped: list[str] = []
+    with reporter:
+        plan = session_plan(
+            matrix, settings.selection, settings.machine, engine_status, reporter.note
+        )
+        sources = [pv for pv in plan.variants if pv.variant.needs_build]
+        if sources and not engine_status.reachable:
+            skipped = [pv.variant.name for pv in sources]
+            if len(skipped) == len(plan.variants):
+                raise EngineUnavailable(no_engine_message(skipped, engine_status))
+            reporter.note(f"[yellow]{no_engine_message(skipped, engine_status)}[/]")
+            plan = plan.without(skipped)
+        elif sources:
+            buildable = []
+            for pv in sources:
+                if pv.verdict.runs is False:  # the bench records why, with the plan's reasons
+                    reporter.note(
+                        f"not building {pv.variant.name}: it cannot run here "
+                        f"({'; '.join(pv.verdict.reasons)})"
+                    )
+                else:
+                    buildable.append(pv)
+            if buildable:
+                build_many(buildable, plan, workspace.store, reporter, BuildOptions())
+        path = run_session(plan, options, workspace, reporter, SequentialLooks())
+    _require_measurements(load(path), path)
+    reports = analyse(load_sessions([path]))
+    html_path = path.with_suffix(".html")
+    atomic_write_text(html_path, compare_html(reports))
+    out = console()
+    out.print(compare_view(reports), crop=False)
+    out.print(f"\nresults: {path}\nreport:  {html_path}")
+    if skipped:
+        out.print(no_engine_message(skipped, engine_status))

@@ -1,0 +1,234 @@
+"""The matrix model: what matrix.yaml describes, as frozen objects (Variant, Tuning, Suite,
+Defaults, PipSettings, Matrix). Made by tfbuild.config.load; the rest of tfbuild reads only
+these."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tfbuild.config.values import Source, unknown
+from tfbuild.errors import SelectionError
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where something was defined, for messages that point back into matrix.yaml."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Cuda:
+    version: str
+    cudnn: str
+    compute_capabilities: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One TensorFlow build: built from source with bazel, fetched from an index, or a wheel."""
+
+    name: str
+    id: str
+    source: Source
+    python: str
+    tensorflow: str | None
+    """Exact TF version; None for an unpinned package requirement (the newest release)."""
+    configs: tuple[str, ...] = ()
+    cpu_flags: tuple[str, ...] = ()
+    march: str | None = None
+    copts: tuple[str, ...] = ()
+    cuda: Cuda | None = None
+    requirement: str | None = None
+    constraints: tuple[str, ...] = ()
+    path: Path | None = None
+    sha256: str | None = None
+    """For `source: wheel`: the wheel's pinned sha256, checked before it is used."""
+    runtime: str = "auto"
+    """Where it runs: local venv, docker container, or auto (docker for source builds)."""
+    where: Where | None = field(default=None, compare=False)
+
+    @property
+    def needs_build(self) -> bool:
+        return self.source == "bazel"
+
+    @property
+    def tf_minor(self) -> str | None:
+        return ".".join(self.tensorflow.split(".")[:2]) if self.tensorflow else None
+
+    def definition(self) -> dict[str, Any]:
+        """The variant as plain data, for manifests, results and content keys."""
+        data: dict[str, Any] = {
+            "name": self.name,
+            "id": self.id,
+            "source": self.source,
+            "python": self.python,
+            "tensorflow": self.tensorflow,
+            "runtime": self.runtime,
+        }
+        if self.source == "bazel":
+            data |= {
+                "configs": list(self.configs),
+                "cpu_flags": list(self.cpu_flags),
+                "march": self.march,
+                "copts": list(self.copts),
+                "cuda": (
+                    {
+                        "version": self.cuda.version,
+                        "cudnn": self.cuda.cudnn,
+                        "compute_capabilities": list(self.cuda.compute_capabilities),
+                    }
+                    if self.cuda
+                    else None
+                ),
+            }
+        elif self.source == "pypi":
+            data |= {"requirement": self.requirement, "constraints": list(self.constraints)}
+        else:
+            data |= {"path": str(self.path), "constraints": list(self.constraints)}
+            if self.sha256:
+                data["sha256"] = self.sha256
+        return data
+
+
+ThreadCount = int | str  # an int, or "physical" / "logical"
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Runtime settings applied before TensorFlow starts: thread pools and environment."""
+
+    name: str
+    intra_op: ThreadCount | None = None
+    inter_op: ThreadCount | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    where: Where | None = field(default=None, compare=False)
+
+    def definition(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "intra_op": self.intra_op,
+            "inter_op": self.inter_op,
+            "env": dict(self.env),
+        }
+
+
+@dataclass(frozen=True)
+class SuiteSettings:
+    """Which benchmarks run, and how a session decides how many rounds each config gets.
+
+    With ``rounds`` set the design is fixed: every config runs that many rounds. Otherwise it is
+    sequential: every config runs ``min_rounds`` (unless the budget ends first), the first look;
+    then rounds go to the configs still in contention until the leading tier is resolved to
+    ``resolve`` or ``budget_s`` runs out; ``max_rounds`` is the horizon the error control is
+    spread over (and a cap).
+    """
+
+    benchmarks: tuple[str, ...]
+    min_rounds: int = 5
+    max_rounds: int = 30
+    budget_s: float | None = 20 * 60.0
+    resolve: float | None = 0.05
+    rounds: int | None = None
+
+    @property
+    def sequential(self) -> bool:
+        return self.rounds is None
+
+
+@dataclass(frozen=True)
+class Suite:
+    settings: SuiteSettings
+    presets: Mapping[str, SuiteSettings]
+
+    def preset(self, name: str | None) -> SuiteSettings:
+        if name is None:
+            return self.settings
+        if name not in self.presets:
+            raise SelectionError(unknown("suite preset", name, list(self.presets)))
+        return self.presets[name]
+
+
+@dataclass(frozen=True)
+class BaseImages:
+    build: str
+    runtime: str
+
+
+@dataclass(frozen=True)
+class BazelSettings:
+    cache: str
+    """Docker volume name, or absolute host path, holding --repository_cache and --disk_cache."""
+    disk_cache: bool
+    remote_cache: str | None
+    remote_executor: str | None
+    flags: tuple[str, ...]
+    network: str
+    """The build container's Docker network: bridge (the engine's default) or host (this
+    machine's own, so a cache listening on its localhost is reachable)."""
+
+
+@dataclass(frozen=True)
+class PipSettings:
+    """Package index settings passed into runtimes and build containers.
+
+    ``inherit`` means: use what pip on this machine is configured with (pip.conf, PIP_* variables),
+    so a corporate mirror and its CA bundle work inside containers too.
+    """
+
+    index_url: str
+    extra_index_urls: tuple[str, ...] | Literal["inherit"]
+    ca_bundle: str
+    trusted_hosts: tuple[str, ...]
+
+
+INHERIT_PIP = PipSettings("inherit", "inherit", "inherit", ())
+"""Whatever pip on this machine is configured with: the default."""
+
+
+@dataclass(frozen=True)
+class Defaults:
+    tensorflow: str
+    python: str
+    base_images: BaseImages
+    bazel: BazelSettings
+    pip: PipSettings
+
+
+@dataclass(frozen=True)
+class Baseline:
+    variant: str
+    tuning: str
+
+
+@dataclass(frozen=True)
+class Matrix:
+    path: Path
+    defaults: Defaults
+    variants: tuple[Variant, ...]
+    tunings: tuple[Tuning, ...]
+    suite: Suite
+    baseline: Baseline
+
+    def variant(self, name: str) -> Variant:
+        for v in self.variants:
+            if name in (v.name, v.id):
+                return v
+        raise SelectionError(
+            f"{self.path}: " + unknown("variant", name, [v.name for v in self.variants])
+        )
+
+    def tuning(self, name: str) -> Tuning:
+        for t in self.tunings:
+            if t.name == name:
+                return t
+        raise SelectionError(
+            f"{self.path}: " + unknown("tuning", name, [t.name for t in self.tunings])
+        )

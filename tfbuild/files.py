@@ -1,0 +1,88 @@
+"""Files tfbuild produces, locks, and digests.
+
+Every output (manifests, results, reports, JSON documents) goes to a temporary file in the
+target folder and is renamed into place, so a reader never sees half of one and an interrupted
+write leaves the old file intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temp file next to ``path``; on success fsync and rename it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual mode
+    try:
+        encoding = None if "b" in mode else "utf-8"
+        with os.fdopen(fd, mode, encoding=encoding) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    with atomic_writer(path) as fh:
+        fh.write(text)
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+class Busy(Exception):
+    """Another process holds the lock."""
+
+
+@contextlib.contextmanager
+def locked(path: Path, *, wait: bool = True) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` (created if missing) for the duration of the block.
+
+    With ``wait=False`` it raises Busy at once when another process holds it. The lock dies with
+    its holder, so a killed process never leaves a stale one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError as exc:
+            raise Busy(str(path)) from exc
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def digest(*parts: Any) -> str:
+    """A stable sha256 over JSON-able parts (rendered files, arguments, source revisions)."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()

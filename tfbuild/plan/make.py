@@ -1,0 +1,284 @@
+"""The plan: the selected variants x tunings resolved for one machine, each variant with a
+can-it-run verdict. A command makes it once, for the machine it chose, and every stage works
+from it."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tfbuild.config.model import Matrix, Tuning, Variant
+from tfbuild.config.values import KNOWN_ENV
+from tfbuild.files import digest
+from tfbuild.machine import cpu
+from tfbuild.machine.profile import HostProfile
+from tfbuild.plan.runtimes import Runtimes
+from tfbuild.plan.select import select
+from tfbuild.plan.target import (
+    compiler_flags,
+    cuda_refusal,
+    cuda_verdict,
+    required_cpu_flags,
+    resolve_march,
+)
+from tfbuild.resources import load_table
+
+PLAN_SCHEMA = "tfbuild.plan/1"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a variant can run on a host: True, False, or None when it cannot be told yet."""
+
+    runs: bool | None
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        label = {True: "yes", False: "no", None: "unknown"}[self.runs]
+        return f"{label}: {'; '.join(self.reasons)}" if self.reasons else label
+
+
+@dataclass(frozen=True)
+class PlannedVariant:
+    variant: Variant
+    verdict: Verdict
+    march: str | None
+    """The -march value after resolving ``host`` to this host's closest safe name."""
+    compiler_flags: tuple[str, ...]
+    """-m/-march/-O options for --copt, in order: cpu_flags, march, copts."""
+    required_flags: frozenset[str] | None
+    """cpuinfo flags the build needs at run time; None when only an inspection can tell."""
+
+    @property
+    def build_key(self) -> str | None:
+        """What a source build is asked to be, for the planned machine: the variant's
+        definition (where it runs aside) and its resolved compiler flags. A build records it
+        in its manifest; a stored wheel with another key is not this variant any more."""
+        if not self.variant.needs_build:
+            return None
+        definition = {k: v for k, v in self.variant.definition().items() if k != "runtime"}
+        return digest(definition, self.march, list(self.compiler_flags))
+
+
+@dataclass(frozen=True)
+class ResolvedTuning:
+    tuning: Tuning
+    intra_op: int | None
+    inter_op: int | None
+    env: tuple[tuple[str, str], ...]
+
+    @property
+    def name(self) -> str:
+        return self.tuning.name
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "intra_op": self.intra_op,
+            "inter_op": self.inter_op,
+            "env": dict(self.env),
+            "declared": self.tuning.definition(),
+        }
+
+
+@dataclass(frozen=True)
+class Config:
+    variant: PlannedVariant
+    tuning: ResolvedTuning
+
+    @property
+    def key(self) -> str:
+        return f"{self.variant.variant.name}:{self.tuning.name}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    matrix: Matrix
+    host: HostProfile
+    variants: tuple[PlannedVariant, ...]
+    tunings: tuple[ResolvedTuning, ...]
+    configs: tuple[Config, ...]
+
+    def planned(self, name: str) -> PlannedVariant:
+        """The planned variant of this name (or id)."""
+        for pv in self.variants:
+            if name in (pv.variant.name, pv.variant.id):
+                return pv
+        raise KeyError(name)
+
+    def without(self, names: Collection[str]) -> Plan:
+        """The same plan without these variants and their configs (nothing is planned again)."""
+        return replace(
+            self,
+            variants=tuple(pv for pv in self.variants if pv.variant.name not in names),
+            configs=tuple(c for c in self.configs if c.variant.variant.name not in names),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        h = self.host
+        return {
+            "schema": PLAN_SCHEMA,
+            "matrix": str(self.matrix.path),
+            "host": {
+                "source": h.source,
+                "hostname": h.hostname,
+                "cpu": h.cpu.model_name,
+                "isa_level": cpu.level_name(h.cpu.level),
+                "march": h.cpu.march.name if h.cpu.march else None,
+            },
+            "baseline": {
+                "variant": self.matrix.baseline.variant,
+                "tuning": self.matrix.baseline.tuning,
+            },
+            "variants": [
+                {
+                    **pv.variant.definition(),
+                    "resolved_march": pv.march,
+                    "compiler_flags": list(pv.compiler_flags),
+                    "required_cpu_flags": (
+                        sorted(pv.required_flags) if pv.required_flags is not None else None
+                    ),
+                    "runs_here": pv.verdict.runs,
+                    "reasons": list(pv.verdict.reasons),
+                }
+                for pv in self.variants
+            ],
+            "tunings": [t.to_json() for t in self.tunings],
+            "configs": [
+                {"key": c.key, "variant": c.variant.variant.name, "tuning": c.tuning.name}
+                for c in self.configs
+            ],
+            "ci": ci_fanout(self.matrix),
+        }
+
+
+def ci_fanout(matrix: Matrix, bench_hosts: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The CI build fan-out: one job per source variant, built whatever CPU the build runner
+    has; a `march: host` variant is built once for each bench runner with a saved profile
+    (`bench_hosts`: runner label -> `tfbuild detect --json` file), for that runner's CPU, and
+    the runners without one skip it."""
+    hosts = dict(bench_hosts or {})
+    include: list[dict[str, str]] = []
+    tuned = []
+    for v in matrix.variants:
+        if v.source != "bazel":
+            continue
+        if v.march != "host":
+            include.append({"variant": v.name, "for": "any", "host": ""})
+            continue
+        tuned.append(v.name)
+        include += [{"variant": v.name, "for": r, "host": path} for r, path in hosts.items()]
+    return {"build": {"include": include}, "host_tuned": tuned, "bench_hosts": hosts}
+
+
+# --------------------------------------------------------------------------------------------
+# Selection
+
+
+# --------------------------------------------------------------------------------------------
+# Resolution and verdicts
+
+
+def verdict(
+    variant: Variant,
+    host: HostProfile,
+    required: frozenset[str] | None,
+    where: Runtimes | None = None,
+) -> Verdict:
+    runs: bool | None = True
+    reasons: list[str] = []
+
+    def fail(reason: str, outcome: bool | None = False) -> None:
+        nonlocal runs
+        if outcome is False or runs is True:
+            runs = outcome
+        reasons.append(reason)
+
+    if variant.source == "wheel" and variant.path is not None and not variant.path.is_file():
+        fail(f"wheel file not found: {variant.path}")
+    if required is None:
+        fail("instruction sets not known until `tfbuild inspect` reads the wheel", None)
+    else:
+        missing = cpu.missing_flags(required, host.cpu.flags)
+        if missing:
+            names = ", ".join(cpu.display_name(f) for f in missing)
+            fail(f"needs {names}; this CPU has up to {cpu.highest_extension(host.cpu.flags)}")
+    refusal = cuda_refusal(variant)
+    if refusal is not None:
+        fail(refusal)
+    elif variant.cuda is not None:
+        ok, why = cuda_verdict(variant.cuda, host.gpus)
+        if ok is not True and why:
+            fail(why, ok)
+    release = load_table("tensorflow")["releases"].get(variant.tf_minor or "")
+    if release is not None:
+        low, high = release["python"]
+        py = tuple(int(p) for p in variant.python.split("."))
+        if (
+            not tuple(int(p) for p in low.split("."))
+            <= py
+            <= tuple(int(p) for p in high.split("."))
+        ):
+            fail(
+                f"TensorFlow {variant.tf_minor} has no wheels for Python {variant.python} "
+                f"(supports {low} to {high})"
+            )
+    if where is not None and (refusal := where.python_refusal(variant)) is not None:
+        fail(refusal)
+    if variant.march == "native":
+        reasons.append("-march=native ties the wheel to the CPU of the machine that builds it")
+    return Verdict(runs, tuple(reasons))
+
+
+def resolve_tuning(tuning: Tuning, host: HostProfile) -> ResolvedTuning:
+    def count(value: int | str | None) -> int | None:
+        if value is None or isinstance(value, int):
+            return value
+        return host.thread_count(value)
+
+    env = tuple(
+        (
+            name,
+            str(count(value))
+            if KNOWN_ENV.get(name) == "threads" and not value.isdigit()
+            else value,
+        )
+        for name, value in tuning.env
+    )
+    return ResolvedTuning(tuning, count(tuning.intra_op), count(tuning.inter_op), env)
+
+
+def make_plan(
+    matrix: Matrix,
+    host: HostProfile,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    runtimes: Runtimes | None = None,
+) -> Plan:
+    """The selected configs resolved for `host`. `runtimes` (runtimes_here) also judges whether
+    each variant's Python can run in the runtime it gets here."""
+    pairs = select(matrix, only, skip)
+    planned: dict[str, PlannedVariant] = {}
+    resolved: dict[str, ResolvedTuning] = {}
+    for variant, tuning in pairs:
+        if variant.name not in planned:
+            required = required_cpu_flags(variant, host)
+            planned[variant.name] = PlannedVariant(
+                variant=variant,
+                verdict=verdict(variant, host, required, runtimes),
+                march=resolve_march(variant, host),
+                compiler_flags=compiler_flags(variant, host),
+                required_flags=required,
+            )
+        if tuning.name not in resolved:
+            resolved[tuning.name] = resolve_tuning(tuning, host)
+    configs = tuple(Config(planned[v.name], resolved[t.name]) for v, t in pairs)
+    return Plan(
+        matrix=matrix,
+        host=host,
+        variants=tuple(planned.values()),
+        tunings=tuple(resolved.values()),
+        configs=configs,
+    )

@@ -1,0 +1,149 @@
+"""A calibration session's results (`tfbuild calibrate`): a session like a bench session, whose
+processes time every step of every benchmark on its own. Records, and their one JSON reader and
+writer (schema tfbuild.calibration/1: a results document with step-timed runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tfbuild.errors import ResultsError
+from tfbuild.records import record
+from tfbuild.results import codec
+from tfbuild.results.model import Results, RunFailure
+
+SCHEMA = "tfbuild.calibration/1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepTimes:
+    """One benchmark in one calibration process: every timed step on its own, or the error
+    the benchmark raised (no steps)."""
+
+    unit: str | None = None
+    work: float | None = None
+    """What one step does, in the benchmark's unit (examples, GFLOP, steps)."""
+    build_s: float | None = None
+    trace_s: float | None = None
+    warmup_s: float | None = None
+    steps_s: tuple[float, ...] = ()
+    total_s: float | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+    @property
+    def per_step(self) -> float:
+        """The work of one step (a benchmark that timed its steps has it)."""
+        if self.work is None:
+            raise ValueError(f"no steps were timed ({self.error})")
+        return self.work
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrationRun:
+    round: int
+    config: str
+    status: str
+    wall_s: float
+    import_s: float | None = None
+    smoke_s: float | None = None
+    payload_s: float | None = None
+    benchmarks: Mapping[str, StepTimes]
+    failure: RunFailure | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Finished, with every benchmark's steps timed."""
+        return self.status == "ok" and all(b.error is None for b in self.benchmarks.values())
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrationResults:
+    session: Results
+    """The session's machine, configs and variants (its runs are the calibration's)."""
+    benchmarks: tuple[str, ...]
+    steps: Mapping[str, int]
+    """Steps timed per benchmark per process."""
+    runs: tuple[CalibrationRun, ...] = ()
+
+
+def _steps(data: Mapping[str, Any]) -> StepTimes:
+    return record(StepTimes, {**data, "steps_s": tuple(data.get("steps_s") or ())})
+
+
+def _run(data: Mapping[str, Any]) -> CalibrationRun:
+    failure = data.get("failure")
+    return CalibrationRun(
+        round=data["round"],
+        config=data["config"],
+        status=data["status"],
+        wall_s=data["wall_s"],
+        import_s=data.get("import_s"),
+        smoke_s=data.get("smoke_s"),
+        payload_s=data.get("payload_s"),
+        benchmarks={n: _steps(e) for n, e in data["benchmarks"].items()},
+        failure=record(RunFailure, failure) if failure else None,
+    )
+
+
+def load(path: Path) -> CalibrationResults:
+    document = codec.read_json(path, SCHEMA)
+    try:
+        session = codec.from_json({**document, "schema": document["schema"], "runs": []})
+        recorded = document["calibration"]
+        return CalibrationResults(
+            session=session,
+            benchmarks=tuple(recorded["benchmarks"]),
+            steps=dict(recorded["steps"]),
+            runs=tuple(_run(r) for r in document["runs"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResultsError(f"{path}: not a calibration file tfbuild can read ({exc})") from exc
+
+
+def _run_json(run: CalibrationRun) -> dict[str, Any]:
+    failure = None
+    if run.failure is not None:
+        failure = {k: v for k, v in vars(run.failure).items() if v is not None}
+    return {
+        "round": run.round,
+        "config": run.config,
+        "status": run.status,
+        "wall_s": run.wall_s,
+        "import_s": run.import_s,
+        "smoke_s": run.smoke_s,
+        "payload_s": run.payload_s,
+        "benchmarks": {
+            name: {
+                key: list(value) if key == "steps_s" else value
+                for key, value in vars(entry).items()
+                if value is not None and not (key == "steps_s" and entry.error is not None)
+            }
+            for name, entry in run.benchmarks.items()
+        },
+        "failure": failure,
+    }
+
+
+def step_times(data: Mapping[str, Any]) -> StepTimes:
+    """A benchmark's entry as the payload writes it in calibration mode."""
+    return _steps(data)
+
+
+def save(path: Path, calibration: CalibrationResults) -> CalibrationResults:
+    """Write the calibration atomically; returns it as written (stamped with the time)."""
+    session = calibration.session
+    stamped = replace(session, session=replace(session.session, updated_at=codec.now()))
+    document = {
+        **codec.to_json(stamped),
+        "schema": SCHEMA,
+        "calibration": {
+            "benchmarks": list(calibration.benchmarks),
+            "steps": dict(calibration.steps),
+        },
+        "runs": [_run_json(run) for run in calibration.runs],
+    }
+    codec.write_json(path, document)
+    return replace(calibration, session=stamped)

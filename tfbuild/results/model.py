@@ -1,0 +1,391 @@
+"""The results of a bench session as typed, frozen records: every raw sample, and everything
+needed to trust, resume and re-analyse it.
+
+The JSON form (schema tfbuild.results/2, tfbuild/data/schemas/results.schema.json) is read and
+written in one place, tfbuild.results.codec; everything else builds and reads these records.
+Documents of other schemas kept inside a session (a wheel's manifest, the smoke test's report,
+a runtime's description, a variant's definition) stay JSON mappings, as they were recorded.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tfbuild.config.model import PipSettings
+from tfbuild.machine.peak import Peak
+from tfbuild.machine.profile import HostProfile
+from tfbuild.stats import look_schedule
+from tfbuild.store import Artifact
+
+SCHEMA = "tfbuild.results/2"
+READABLE = (SCHEMA, "tfbuild.results/1")
+"""Version 1 (suite v1, fixed rounds) is still read, for comparison."""
+AA_SUFFIX = "~aa"
+
+Json = Mapping[str, Any]
+"""A document of another schema, kept as it was recorded."""
+
+
+def is_aa(key: str) -> bool:
+    """Whether a config key is the baseline's A/A copy."""
+    return key.endswith(AA_SUFFIX)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sample:
+    wall_s: float
+    cpu_s: float
+    throughput: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchmarkResult:
+    """One benchmark in one process: its samples, or the error it raised (no samples)."""
+
+    unit: str | None = None
+    iterations: int | None = None
+    build_s: float | None = None
+    trace_s: float | None = None
+    warmup_iterations: int | None = None
+    warmup_s: float | None = None
+    samples: tuple[Sample, ...] = ()
+    total_s: float | None = None
+    error: str | None = None
+    traceback: str | None = None
+    """Where the error was raised (its last lines)."""
+
+    @property
+    def value(self) -> float | None:
+        """The process's value for this benchmark: the median throughput of its samples."""
+        if not self.samples:
+            return None
+        return statistics.median(s.throughput for s in self.samples)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFailure:
+    """Why a benchmark process failed, in words a user can act on."""
+
+    kind: str
+    """sigill, signal, exit, import or timeout."""
+    reason: str
+    signal: int | None = None
+    exit_code: int | None = None
+    stderr_tail: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """One config run once, in a fresh process, in one round."""
+
+    round: int
+    position: int | None
+    config: str
+    status: str
+    """ok or failed."""
+    started_at: str | None
+    wall_s: float
+    import_s: float | None = None
+    smoke_s: float | None = None
+    payload_s: float | None = None
+    threads: Json | None = None
+    """The thread pools and environment in force inside the process, as the payload saw them."""
+    benchmarks: Mapping[str, BenchmarkResult] = field(default_factory=dict)
+    failure: RunFailure | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def values(self) -> dict[str, float]:
+        """benchmark -> this run's value, for the benchmarks that measured something."""
+        values = {name: entry.value for name, entry in self.benchmarks.items()}
+        return {name: value for name, value in values.items() if value is not None}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigEntry:
+    """A (variant, tuning) config as the session ran it: the A/A copy is the baseline's config
+    under a second key."""
+
+    key: str
+    variant: str
+    tuning: str
+    aa: bool = False
+    intra_op: int | None = None
+    inter_op: int | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    peak: Peak | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelRecord:
+    """The wheel a variant was measured with, as the session recorded it: its path as the user
+    types it where the session ran (tfbuild.bench.options.portable), exactly as written."""
+
+    variant_id: str
+    wheel: str
+    sha256: str
+    constraints: tuple[str, ...] = ()
+    extras: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, artifact: Artifact, wheel: str) -> WheelRecord:
+        return cls(
+            variant_id=artifact.variant_id,
+            wheel=wheel,
+            sha256=artifact.sha256,
+            constraints=artifact.constraints,
+            extras=artifact.extras,
+        )
+
+    def artifact(self, manifest: Mapping[str, Any]) -> Artifact:
+        """The wheel to install again (--resume), with the manifest recorded beside it."""
+        return Artifact(
+            self.variant_id,
+            Path(self.wheel),
+            self.sha256,
+            self.constraints,
+            dict(manifest),
+            self.extras,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantRecord:
+    """What a session did with a variant: planned, ready (installed and smoke-tested) or
+    failed, with the wheel it measured."""
+
+    definition: Json
+    status: str
+    manifest: Json | None = None
+    artifact: WheelRecord | None = None
+    runtime: Json | None = None
+    smoke: Json | None = None
+    threads_default: Json | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Failure:
+    """A variant that could not be measured, and the stage it failed in."""
+
+    variant: str
+    configs: tuple[str, ...]
+    stage: str
+    """plan, fetch, inspect, install or smoke."""
+    reason: str
+    details: Json = field(default_factory=dict)
+    """What else the stage knew: the failure kind, signal, exit code, stderr tail."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Elimination:
+    """A config stopped at a look: it cannot be the fastest, `slower_than` is ahead of it."""
+
+    config: str
+    slower_than: str
+    ratio: float
+    upper: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class LookEstimate:
+    ratio: float
+    low: float
+    high: float
+    rounds: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Look:
+    """What a sequential session knew after `round` rounds, and what it did about it."""
+
+    round: int
+    elapsed_s: float
+    active: tuple[str, ...]
+    eliminated: tuple[Elimination, ...]
+    leading: tuple[str, ...]
+    resolution: float
+    margin: float
+    estimates: Mapping[str, LookEstimate]
+    rounds_left: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Design:
+    """How a session chose its rounds: a fixed number, or sequentially with looks scheduled
+    from `first` to the error-control horizon (stats.look_schedule), until the leading tier is
+    resolved to `resolve` or the budget runs out."""
+
+    kind: str
+    rounds: int | None = None
+    """Fixed designs: every config runs this many rounds."""
+    first: int = 2
+    horizon: int | None = None
+    budget_s: float | None = None
+    resolve: float | None = None
+
+    @property
+    def sequential(self) -> bool:
+        return self.kind == "sequential"
+
+    @property
+    def schedule(self) -> tuple[int, ...]:
+        if not self.sequential or self.horizon is None:
+            return ()
+        return look_schedule(self.first, self.horizon)
+
+
+FIXED = Design(kind="fixed")
+"""The design of a session that recorded none (results of schema version 1)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stop:
+    reason: str
+    """resolved, budget, max_rounds, fixed or nothing_runs."""
+    round: int
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeOptions:
+    """How the session made its runtimes (so --resume makes the same)."""
+
+    base_image: str
+    template_dirs: tuple[str, ...]
+    cpuset: str | None = None
+    nano_cpus: int | None = None
+    memory: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionInfo:
+    id: str
+    started_at: str
+    updated_at: str
+    finished_at: str | None
+    complete: bool
+    tfbuild_version: str
+    argv: tuple[str, ...]
+    matrix: str
+    seed: int
+    design: Design | None
+    """None for results of schema version 1, which had fixed rounds only."""
+    stop: Stop | None = None
+    elapsed_s: float | None = None
+    """Seconds spent benchmarking (rounds), across resumes: what the budget counts."""
+    preset: str | None = None
+    host_key: str | None = None
+    """The machine class the results are compared as (--host-key); None: from the host."""
+    cpus: tuple[int, ...] | None = None
+    runtime: str = "auto"
+    timeout_s: float = 1800.0
+    pip: PipSettings
+    runtime_options: RuntimeOptions | None = None
+    prepare_s: float | None = None
+    rounds: int | None = None
+    """Schema version 1: the fixed number of rounds."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suite:
+    version: int
+    benchmarks: tuple[str, ...]
+    warmup_steps: int | None
+    iterations: Mapping[str, int]
+    samples: Mapping[str, int]
+    units: Mapping[str, str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Baseline:
+    variant: str
+    tuning: str
+    config: str
+    aa_config: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Results:
+    """One session: the machine, the suite, the configs, and every run and look in order."""
+
+    schema: str = SCHEMA
+    session: SessionInfo
+    host: HostProfile
+    suite: Suite
+    baseline: Baseline
+    variants: Mapping[str, VariantRecord] | None
+    """None only in a damaged file, which --resume refuses."""
+    tunings: Mapping[str, Json] = field(default_factory=dict)
+    configs: tuple[ConfigEntry, ...]
+    failures: tuple[Failure, ...] = ()
+    order: tuple[tuple[str, ...], ...] | None = ()
+    """Each round's order of the configs it ran; None only in a damaged file."""
+    looks: tuple[Look, ...] | None = ()
+    """None in results of schema version 1 (no looks)."""
+    runs: tuple[Run, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    @property
+    def design(self) -> Design:
+        return self.session.design or FIXED
+
+    def config(self, key: str) -> ConfigEntry:
+        return next(c for c in self.configs if c.key == key)
+
+    def variant(self, name: str) -> VariantRecord:
+        return (self.variants or {})[name]
+
+    @property
+    def ready(self) -> set[str]:
+        """The variants installed and smoke-tested: their configs run."""
+        return {name for name, v in (self.variants or {}).items() if v.status == "ready"}
+
+    def finished(self) -> set[tuple[int, str]]:
+        """(round, config) of every run recorded."""
+        return {(run.round, run.config) for run in self.runs}
+
+    def with_run(self, run: Run) -> Results:
+        return replace(self, runs=(*self.runs, run))
+
+    def with_variant(self, name: str, record: VariantRecord) -> Results:
+        return replace(self, variants={**(self.variants or {}), name: record})
+
+
+def config_entry(
+    key: str,
+    *,
+    intra_op: int | None = None,
+    inter_op: int | None = None,
+    env: Mapping[str, str] | None = None,
+    peak: Peak | None = None,
+) -> ConfigEntry:
+    """The entry of config `key` ("variant:tuning", with "~aa" for the A/A copy)."""
+    variant, _, tuning = key.removesuffix(AA_SUFFIX).partition(":")
+    return ConfigEntry(
+        key=key,
+        variant=variant,
+        tuning=tuning,
+        aa=is_aa(key),
+        intra_op=intra_op,
+        inter_op=inter_op,
+        env=dict(env or {}),
+        peak=peak,
+    )
+
+
+def sample_values(runs: Sequence[Run]) -> dict[tuple[str, str], list[float]]:
+    """(config, benchmark) -> every raw sample throughput, in run order."""
+    out: dict[tuple[str, str], list[float]] = {}
+    for run in runs:
+        for bench, entry in run.benchmarks.items():
+            out.setdefault((run.config, bench), []).extend(s.throughput for s in entry.samples)
+    return out

@@ -1,0 +1,135 @@
+"""Runtimes: where a TensorFlow wheel is installed and the benchmark payload runs.
+
+``RuntimeEnv`` is the interface; ``LocalVenv`` (tfbuild.runtime.venv: one cached venv per wheel
+and constraint set) is the embedded default, and ``DockerRuntime`` (tfbuild.runtime.container: an
+image per wheel, benchmark containers without network) runs where a Docker engine is reachable
+and the variant asks for it. Every run is a fresh process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from tfbuild import pip
+from tfbuild.config.values import KNOWN_ENV
+from tfbuild.store import Artifact
+
+PAYLOAD = Path(__file__).resolve().parent.parent / "bench" / "payload.py"
+"""The benchmark payload: a file shipped into the runtime; it never imports tfbuild."""
+STDERR_TAIL_LINES = 30
+# Fixed for every benchmark process, in every runtime.
+BASE_ENV = {"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+# Variables that change how TensorFlow or its thread pools behave: never inherited from the
+# caller's shell, only set by a tuning.
+_SCRUBBED_PREFIXES = ("OMP_", "KMP_", "MKL_", "TF_", "ONEDNN_", "DNNL_", "PYTHON", "GOMP_")
+
+
+def local_env(tuning_env: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment without tuning-sensitive variables, plus the tuning's."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in KNOWN_ENV and not k.startswith(_SCRUBBED_PREFIXES)
+    }
+    return {**env, **BASE_ENV, **tuning_env}
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How one payload process ended, and what it wrote."""
+
+    returncode: int
+    result: dict[str, Any] | None
+    stderr: str
+    wall_s: float
+    timed_out: bool = False
+
+    @property
+    def stderr_tail(self) -> str:
+        return pip.tail(self.stderr, STDERR_TAIL_LINES)
+
+
+class RuntimeEnv(ABC):
+    """A place where one wheel is installed and the payload runs, one fresh process per run."""
+
+    kind: ClassVar[str]
+
+    def __init__(self, artifact: Artifact) -> None:
+        self.artifact = artifact
+
+    @abstractmethod
+    def prepare(self) -> bool:
+        """Install the wheel if that was not done before; True if anything was installed."""
+
+    @abstractmethod
+    def run(
+        self,
+        config: Mapping[str, Any],
+        env: Mapping[str, str],
+        cpus: Sequence[int] | None,
+        timeout: float,
+    ) -> RunOutcome:
+        """Run the payload with `config` in a fresh process; `env` is the tuning's variables."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """What to record about this runtime in results."""
+
+
+def run_payload(
+    argv: Sequence[str],
+    config: Mapping[str, Any],
+    env: Mapping[str, str],
+    timeout: float,
+) -> RunOutcome:
+    """Run ``argv + [CONFIG, RESULT]`` and collect the result file and the stderr tail."""
+    with tempfile.TemporaryDirectory(prefix="tfbuild-run-") as tmp:
+        config_path, result_path, stderr_path = (
+            Path(tmp) / "config.json",
+            Path(tmp) / "result.json",
+            Path(tmp) / "stderr.txt",
+        )
+        config_path.write_text(json.dumps(config), encoding="utf-8")
+        started = time.perf_counter()
+        timed_out = False
+        with stderr_path.open("wb") as stderr:
+            proc = subprocess.Popen(
+                [*argv, str(config_path), str(result_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                env=dict(env),
+            )
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                proc.kill()
+                proc.wait()
+            except BaseException:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                raise
+        wall = time.perf_counter() - started
+        result = None
+        if result_path.exists():
+            try:
+                result = json.loads(result_path.read_text(encoding="utf-8"))
+            except ValueError:
+                result = None
+        return RunOutcome(
+            returncode=proc.returncode,
+            result=result,
+            stderr=stderr_path.read_text(encoding="utf-8", errors="replace"),
+            wall_s=wall,
+            timed_out=timed_out,
+        )

@@ -1,0 +1,225 @@
+"""The container runtime: an image per wheel (the base image with the wheel installed, made by an
+install container and committed), benchmarks in fresh confined containers with no network. The
+payload and its config are copied in and the result out through the engine's API, so the engine
+may be another machine."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tfbuild import engine, pip, wheelfile
+from tfbuild.build.render import render_runtime
+from tfbuild.config.model import PipSettings
+from tfbuild.errors import InstallError
+from tfbuild.files import digest
+from tfbuild.runtime.base import BASE_ENV, PAYLOAD, RunOutcome, RuntimeEnv
+from tfbuild.store import Artifact
+
+INSTALL_TIMEOUT_S = 1800
+INSTALL_DIR = "/tmp/tfbuild-install"
+
+
+def _bench_inputs(config: Mapping[str, Any]) -> bytes:
+    """A tar for the container's /io (a volume owned by the benchmark user, the only writable
+    place besides a tmpfs /tmp): the payload and its config."""
+    uid = engine.BENCH_UID
+    return engine.tar_of(
+        {
+            "payload.py": (PAYLOAD.read_bytes(), 0),
+            "config.json": (json.dumps(config).encode("utf-8"), uid),
+        }
+    )
+
+
+def _redacted(value: str) -> str:
+    """A URL list without user:password@ parts."""
+    return re.sub(r"//[^/@\s]*@", "//", value)
+
+
+def _pip_conf(env: Mapping[str, str], ca_bundle: bool) -> str:
+    """pip.conf for the install container from PIP_* variables (PIP_INDEX_URL -> index-url)."""
+    lines = ["[global]"]
+    for name, value in sorted(env.items()):
+        if not value.isprintable():
+            raise InstallError(f"pip setting {name} holds control characters: {_redacted(value)!r}")
+        lines.append(f"{name.removeprefix('PIP_').lower().replace('_', '-')} = {value}")
+    if ca_bundle:
+        lines.append(f"cert = {INSTALL_DIR}/ca-bundle.pem")
+    return "\n".join(lines) + "\n"
+
+
+def gpu_requests(artifact: Artifact) -> list[Any] | None:
+    """Every GPU of the engine's machine for a CUDA build (docker run --gpus all), none else."""
+    return engine.all_gpus() if artifact.wants_gpu else None
+
+
+class DockerRuntime(RuntimeEnv):
+    """An image per wheel (installed at image build); benchmarks run in fresh containers with
+    no network, as a non-root user; the payload is copied in and the result out through the
+    engine's API, so the engine need not share this machine's files."""
+
+    kind = "docker"
+
+    def __init__(
+        self,
+        artifact: Artifact,
+        *,
+        settings: PipSettings,
+        base_image: str,
+        template_dirs: list[Path],
+        log_dir: Path,
+        cpuset: str | None = None,
+        nano_cpus: int | None = None,
+        memory: str | None = None,
+    ) -> None:
+        super().__init__(artifact)
+        self.settings = settings
+        self.base_image = base_image
+        self.template_dirs = template_dirs
+        self.log_dir = log_dir
+        self.cpuset = cpuset
+        self.nano_cpus = nano_cpus
+        self.memory = memory
+        self.image: str | None = None
+
+    def _script(self) -> str:
+        return render_runtime(
+            self.template_dirs,
+            {
+                "wheel": self.artifact.wheel.name,
+                "install_target": self.artifact.install_target,
+                "pythons": wheelfile.cpython_versions(self.artifact.wheel.name),
+                "sha256": self.artifact.sha256,
+                "uid": engine.BENCH_UID,
+            },
+        )
+
+    def prepare(self) -> bool:
+        """The runtime image: the base image with the wheel installed in /opt/tf, made by the
+        install script in a container and committed (no Dockerfile: nothing the install needs,
+        credentials included, may stay in a layer or the image's history). Reused only when
+        its wheel-sha256 label is this wheel's."""
+        base = engine.image_info(self.base_image)
+        if base is None:
+            raise InstallError(
+                f"base image {self.base_image} is not on the engine; make it with "
+                "scripts/make-base-image (no registry needed) or docker pull it"
+            )
+        settings = pip.container_pip(self.settings)
+        script = self._script()
+        ca = settings.ca_bundle.read_bytes() if settings.ca_bundle is not None else b""
+        index = {name: _redacted(value) for name, value in settings.env.items()}
+        key = digest(script, base["id"], sorted(self.artifact.constraints), index, ca.hex())[:10]
+        tag = f"tfbuild/runtime:{self.artifact.sha256[:16]}-{key}"
+        self.image = tag
+        existing = engine.image_info(tag)
+        if existing is not None:
+            if existing["labels"].get("org.tfbuild.wheel-sha256") == self.artifact.sha256:
+                return False
+            engine.remove_image(tag)  # not this wheel: never reused
+        # A tar on disk, streamed to the engine: a TensorFlow wheel is hundreds of megabytes.
+        inputs = engine.Context()
+        inputs.add_path(f"tfbuild-install/wheel/{self.artifact.wheel.name}", self.artifact.wheel)
+        inputs.add_text(
+            "tfbuild-install/constraints.txt",
+            "".join(f"{c}\n" for c in self.artifact.constraints),
+        )
+        inputs.add_text("tfbuild-install/pip.conf", _pip_conf(settings.env, bool(ca)))
+        if ca:
+            inputs.add_bytes("tfbuild-install/ca-bundle.pem", ca)
+        log_path = self.log_dir / f"runtime-{self.artifact.sha256[:16]}-{key}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        lines: list[str] = []
+        with log_path.open("w", encoding="utf-8") as fh:
+
+            def log(line: str) -> None:
+                fh.write(line + "\n")
+                lines.append(line)
+
+            labels = {
+                "org.tfbuild": "runtime",
+                "org.tfbuild.wheel": self.artifact.wheel.name,
+                "org.tfbuild.wheel-sha256": self.artifact.sha256,
+            }
+            with (
+                engine.container(
+                    self.base_image, ["/bin/bash", "-c", script], labels=labels
+                ) as made,
+                contextlib.closing(inputs),
+            ):
+                engine.put_archive(made, "/tmp", inputs.finish())
+                code, timed_out = engine.run_to_end(made, log, INSTALL_TIMEOUT_S)
+                if code != 0 or timed_out:
+                    tail = "\n".join(lines[-25:])
+                    why = f"timed out after {INSTALL_TIMEOUT_S} s" if timed_out else f"exit {code}"
+                    raise InstallError(
+                        f"installing {self.artifact.wheel.name} into {self.base_image} failed "
+                        f"({why}):\n{tail}\nfull log: {log_path}"
+                    )
+                engine.commit(
+                    made,
+                    tag,
+                    f"tfbuild runtime for {self.artifact.wheel.name}",
+                    [
+                        f"USER {engine.BENCH_USER}",
+                        "WORKDIR /home/bench",
+                        'CMD ["/opt/tf/bin/python"]',
+                    ],
+                )
+        return True
+
+    def run(
+        self,
+        config: Mapping[str, Any],
+        env: Mapping[str, str],
+        cpus: Sequence[int] | None,
+        timeout: float,
+    ) -> RunOutcome:
+        if self.image is None:
+            raise InstallError("the runtime image is not prepared")
+        # Nothing is bind-mounted: the engine may be another machine (DOCKER_HOST), so the
+        # payload and its config are copied in through the API and the result copied out.
+        inputs = _bench_inputs({**config, "cpus": list(cpus) if cpus else None})
+        cpuset = ",".join(map(str, cpus)) if cpus else self.cpuset
+        started = time.perf_counter()
+        with engine.container(
+            self.image,
+            ["/opt/tf/bin/python", "/io/payload.py", "/io/config.json", "/io/result.json"],
+            environment={**BASE_ENV, "HOME": "/tmp", **env},
+            mounts=[engine.anonymous_volume("/io")],
+            cpuset_cpus=cpuset,
+            nano_cpus=self.nano_cpus,
+            mem_limit=self.memory,
+            labels={"org.tfbuild": "bench"},
+            device_requests=gpu_requests(self.artifact),
+            **engine.ISOLATION,
+        ) as created:
+            engine.put_archive(created, "/io", inputs)
+            code, timed_out = engine.run_to_end(created, None, timeout)
+            stderr = engine.output_of(created, stdout=False)
+            wall = time.perf_counter() - started
+            result = None
+            with contextlib.suppress(ValueError):
+                data = engine.read_file(created, "/io/result.json")
+                result = json.loads(data) if data is not None else None
+        return RunOutcome(engine.signal_status(code), result, stderr, wall, timed_out)
+
+    def describe(self) -> dict[str, Any]:
+        info = engine.image_info(self.image) if self.image else None
+        return {
+            "kind": self.kind,
+            "image": self.image,
+            "image_id": info["id"] if info else None,
+            "base_image": self.base_image,
+            "wheel": self.artifact.wheel.name,
+            "sha256": self.artifact.sha256,
+            "network": engine.ISOLATION["network_mode"],
+            "user": engine.ISOLATION["user"],
+            "cpuset": self.cpuset,
+        }

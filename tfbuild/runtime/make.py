@@ -1,0 +1,54 @@
+"""Making a runtime of a kind: a {kind: factory} table over the local venv and the container."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfbuild.config.model import PipSettings
+from tfbuild.runtime.base import RuntimeEnv
+from tfbuild.runtime.container import DockerRuntime
+from tfbuild.runtime.venv import LocalVenv
+from tfbuild.store import Artifact
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeSettings:
+    """How runtimes are made: where venvs are cached, which image containers start from."""
+
+    cache_dir: Path
+    pip: PipSettings
+    base_image: str
+    template_dirs: tuple[Path, ...]
+    cpuset: str | None = None
+    nano_cpus: int | None = None
+    memory: str | None = None
+
+
+def _local(artifact: Artifact, settings: RuntimeSettings) -> RuntimeEnv:
+    return LocalVenv(artifact, settings.cache_dir, settings.pip)
+
+
+def _docker(artifact: Artifact, settings: RuntimeSettings) -> RuntimeEnv:
+    return DockerRuntime(
+        artifact,
+        settings=settings.pip,
+        base_image=settings.base_image,
+        template_dirs=list(settings.template_dirs),
+        log_dir=settings.cache_dir / "logs",
+        cpuset=settings.cpuset,
+        nano_cpus=settings.nano_cpus,
+        memory=settings.memory,
+    )
+
+
+FACTORIES: dict[str, Callable[[Artifact, RuntimeSettings], RuntimeEnv]] = {
+    "local": _local,
+    "docker": _docker,
+}
+
+
+def make_runtime(kind: str, artifact: Artifact, settings: RuntimeSettings) -> RuntimeEnv:
+    """A runtime of `kind` (local or docker) for the wheel."""
+    return FACTORIES[kind](artifact, settings)

@@ -1,0 +1,145 @@
+"""The local runtime: a cached virtual environment per (Python, wheel sha256, constraints,
+extras, index settings), made from an interpreter of the wheel's CPython version."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tfbuild import pip, wheelfile
+from tfbuild.config.model import PipSettings
+from tfbuild.errors import InstallError
+from tfbuild.files import atomic_write_json, locked
+from tfbuild.machine.pythons import RUNNING_PYTHON, find_python
+from tfbuild.runtime.base import PAYLOAD, RunOutcome, RuntimeEnv, local_env, run_payload
+from tfbuild.store import Artifact
+
+READY_MARKER = "tfbuild-runtime.json"
+
+
+def interpreter_for(artifact: Artifact) -> str:
+    """The interpreter a local venv for this wheel is made from: one of the CPython version its
+    tags require (the one running tfbuild, or pythonX.Y on PATH)."""
+    wanted = wheelfile.cpython_versions(artifact.wheel.name)
+    if not wanted or RUNNING_PYTHON in wanted:
+        return sys.executable
+    for version in wanted:
+        found = find_python(version)
+        if found is not None:
+            return found
+    names = " or ".join(wanted)
+    raise InstallError(
+        f"{artifact.wheel.name} needs Python {names}; tfbuild runs on Python {RUNNING_PYTHON} "
+        f"and there is no python{wanted[0]} on PATH for a local runtime (install it, or build "
+        f"the variant with python: {RUNNING_PYTHON!r})"
+    )
+
+
+class LocalVenv(RuntimeEnv):
+    """A virtual environment per (Python, wheel sha256, constraints, extras, index settings),
+    cached."""
+
+    kind = "local"
+
+    def __init__(
+        self,
+        artifact: Artifact,
+        cache_dir: Path,
+        settings: PipSettings,
+        python: str | None = None,
+    ) -> None:
+        super().__init__(artifact)
+        self.settings = settings
+        self.python = python or interpreter_for(artifact)
+        base = getattr(sys, "_base_executable", sys.executable)
+        identity = {
+            "python": sys.version if self.python == sys.executable else self.python,
+            "base": os.path.realpath(base if self.python == sys.executable else self.python),
+            "wheel": artifact.sha256,
+            "constraints": sorted(artifact.constraints),
+            "index": pip.index_options(settings),
+        }
+        if artifact.extras:
+            identity["extras"] = sorted(artifact.extras)
+        self.key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:24]
+        self.path = cache_dir / "venvs" / self.key
+        self.interpreter = self.path / "bin" / "python"
+
+    def _ready(self) -> bool:
+        """The venv was completed for this key and its scripts still point into it."""
+        marker = self.path / READY_MARKER
+        try:
+            recorded = json.loads(marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        if recorded.get("key") != self.key or not self.interpreter.exists():
+            return False
+        # bin/pip runs through its shebang: a moved or half-deleted venv fails here.
+        try:
+            check = subprocess.run(
+                [str(self.path / "bin" / "pip"), "--version"],
+                capture_output=True, text=True, check=False, timeout=120,
+            )  # fmt: skip
+        except OSError:  # no bin/pip, or its shebang names an interpreter that is gone
+            return False
+        return check.returncode == 0 and str(self.path) in check.stdout
+
+    def prepare(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Made in place (a venv's scripts name its path, so it cannot be renamed), under a lock;
+        # the ready marker is written last, so a venv without one is half-made and is redone.
+        with locked(self.path.parent / f"{self.key}.lock"):
+            if self._ready():
+                return False
+            pip.remove_tree(self.path)
+            log = self.path.parent / f"{self.key}.install.log"
+            log.unlink(missing_ok=True)
+            try:
+                python = pip.create_venv(self.python, self.path)
+                pip.install(
+                    python,
+                    self.artifact.wheel,
+                    self.artifact.constraints,
+                    self.settings,
+                    log,
+                    self.artifact.extras,
+                )
+                atomic_write_json(
+                    self.path / READY_MARKER,
+                    {
+                        "key": self.key,
+                        "wheel": self.artifact.wheel.name,
+                        "sha256": self.artifact.sha256,
+                    },
+                )
+            except BaseException:
+                pip.remove_tree(self.path)
+                raise
+        return True
+
+    def run(
+        self,
+        config: Mapping[str, Any],
+        env: Mapping[str, str],
+        cpus: Sequence[int] | None,
+        timeout: float,
+    ) -> RunOutcome:
+        if not self.interpreter.exists():
+            raise InstallError(f"runtime {self.path} is not prepared")
+        pinned = {**config, "cpus": list(cpus) if cpus else None}
+        return run_payload([str(self.interpreter), str(PAYLOAD)], pinned, local_env(env), timeout)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": str(self.path),
+            "python": sys.version.split()[0],
+            "wheel": self.artifact.wheel.name,
+            "sha256": self.artifact.sha256,
+        }
