@@ -4,6 +4,7 @@ support package."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -21,16 +22,22 @@ ENGINE = {"docker_engine", "base_image", "wheelhouse", "toy_store"}
 """Session fixtures that build something once on the Docker engine or from the repository."""
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: at least three workers. Most of the suite's time is spent waiting (on the
+    package index, the Docker engine, fixed-budget benchmark sessions), not computing."""
+    return max(3, os.cpu_count() or 1)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`-n auto --dist loadgroup`) tests run in groups, each group on one
     worker, one test after another. The tests that install real TensorFlow (tf_workspace) are
-    one group: they share its wheels, runtimes and audits. The other tests of the Docker engine
-    are another: they share its images and count its build containers. Every other file is a
-    group of its own (its tests may share a folder)."""
+    two groups, test_bench.py's and the others', sharing one workspace. The other tests of the
+    Docker engine are one group: they share its images and count its build containers. Every
+    other file is a group of its own (its tests may share a folder)."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if "tf_workspace" in fixtures:
-            group = "tensorflow"
+            group = "tensorflow-bench" if item.path.name == "test_bench.py" else "tensorflow"
         elif "integration" in item.path.parts or fixtures & ENGINE:
             group = "engine"
         else:
@@ -84,6 +91,11 @@ def toy_store(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 @pytest.fixture(scope="session")
 def tf_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A wheel store and runtime/audit cache shared by every test that installs TensorFlow:
-    each TensorFlow wheel is downloaded, installed and audited once per test session."""
+    """A wheel store and runtime/audit cache shared by every test that installs TensorFlow,
+    on every xdist worker: each TensorFlow wheel is downloaded and installed once per test run
+    (tfbuild locks a variant's fetch and a runtime's install, as for sessions sharing them)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "tf-workspace"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("tf-workspace")

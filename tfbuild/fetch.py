@@ -14,7 +14,7 @@ from packaging.requirements import Requirement
 from tfbuild import __version__, pip
 from tfbuild.config.model import PipSettings, Variant
 from tfbuild.errors import InstallError, NotBuiltError
-from tfbuild.files import sha256_of
+from tfbuild.files import locked, sha256_of
 from tfbuild.store import Artifact, WheelStore
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -66,6 +66,14 @@ def fetch(
 
 
 def _from_index(
+    variant: Variant, store: WheelStore, settings: PipSettings, refresh: bool
+) -> tuple[Artifact, bool]:
+    # Sessions sharing a store fetch a variant one at a time: the second finds the first's wheel.
+    with locked(store.root / f".{variant.id}.fetch.lock"):
+        return _fetch_from_index(variant, store, settings, refresh)
+
+
+def _fetch_from_index(
     variant: Variant, store: WheelStore, settings: PipSettings, refresh: bool
 ) -> tuple[Artifact, bool]:
     assert variant.requirement is not None
