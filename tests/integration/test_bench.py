@@ -65,6 +65,9 @@ def only_results(matrix: Path) -> tuple[Path, dict[str, Any]]:
 
 
 def test_quick_bench_two_tunings(workspace: Path) -> None:
+    """The quick preset (the matrix's, capped at four rounds so the test does not depend on
+    how fast this machine is) with --min-rounds: a sequential session that looks at its
+    data, then `tfbuild compare` on its results in every format."""
     matrix = write_matrix(
         workspace / "quick",
         f"""\
@@ -73,10 +76,13 @@ variants:
 tunings:
   - {{name: default}}
   - {{name: single-thread, intra_op: 1, inter_op: 1, env: {{OMP_NUM_THREADS: "1"}}}}
+suite:
+  benchmarks: [matmul-pinned, input-pinned]
+  presets:
+    quick: {{budget: 10m, resolve: 10%, max_rounds: 4}}
 """,
     )
-    proc = bench(workspace, matrix, "--quick", "--budget", "150s", "--min-rounds", "3",
-                 "--host-key", "ci-pool")  # fmt: skip
+    proc = bench(workspace, matrix, "--quick", "--min-rounds", "3", "--host-key", "ci-pool")
     assert proc.returncode == 0, proc.stderr[-3000:]
     path, doc = only_results(matrix)
     session = doc["session"]
@@ -85,20 +91,19 @@ tunings:
     assert session["design"] == {
         "kind": "sequential",
         "min_rounds": 3,
-        "max_rounds": 30,
-        "budget_s": 150.0,
+        "max_rounds": 4,
+        "budget_s": 600.0,
         "resolve": 0.10,
     }
     assert doc["baseline"]["aa_config"] == "tf:default~aa"
     keys = {"tf:default", "tf:single-thread", "tf:default~aa"}
     assert len(doc["order"]) >= 3 and all(set(order) == keys for order in doc["order"][:3])
     assert all({"tf:default", "tf:default~aa"} <= set(order) for order in doc["order"])
-    scheduled = [n for n in look_schedule(3, 30) if n <= len(doc["order"])]
+    scheduled = [n for n in look_schedule(3, 4) if n <= len(doc["order"])]
     assert [look["round"] for look in doc["looks"]] == scheduled and scheduled
     stop = session["stop"]
-    assert stop["reason"] in ("resolved", "budget") and stop["round"] == len(doc["order"])
+    assert stop["reason"] in ("resolved", "max_rounds") and stop["round"] == len(doc["order"])
     assert f"stopped: {stop['message']}" in proc.stdout
-    assert session["elapsed_s"] <= 150.0 + 30.0  # a round starts only if it fits
     assert len(doc["runs"]) == sum(map(len, doc["order"]))
     assert all(run["status"] == "ok" for run in doc["runs"])
     for run in doc["runs"]:

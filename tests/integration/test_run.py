@@ -60,8 +60,9 @@ def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) 
         "stock:default~aa",
     }
     assert all(run["status"] == "ok" for run in document["runs"])
-    # the budget counts the installs too: at least two rounds of all five, then it stops
-    assert len(document["runs"]) == sum(map(len, document["order"])) >= 10
+    # the first round runs all five whatever the machine's speed; the budget decides the rest
+    assert len(document["runs"]) == sum(map(len, document["order"])) >= 5
+    assert len(document["order"][0]) == 5
     assert document["session"]["stop"]["reason"] in ("resolved", "budget")
     assert document["session"]["elapsed_s"] <= 150 + 30
     for config in ("stock-2.14:single-thread", "stock:single-thread"):

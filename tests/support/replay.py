@@ -5,6 +5,7 @@ config's throughputs. No TensorFlow runs here: the pool is a real session in tes
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -41,9 +42,15 @@ def fixed(rounds: int) -> Design:
     return Design(kind="fixed", rounds=rounds)
 
 
+@functools.lru_cache(maxsize=4)
+def recorded_session(path: Path = POOL_FILE) -> Results:
+    """A recorded session, read once (the records are frozen)."""
+    return load(path)
+
+
 def pool(path: Path = POOL_FILE) -> list[Run]:
     """Every finished process of a real session whose configs are all the same build."""
-    return [r for r in load(path).runs if r.ok]
+    return [r for r in recorded_session(path).runs if r.ok]
 
 
 class SimClock:
@@ -113,7 +120,7 @@ class ReplayRuntime(RuntimeEnv):
 def session(configs: int, design: Design, seed: int, template: Results | None = None) -> Results:
     """An empty session like `tfbuild bench` starts: the baseline `base:default` and
     `configs - 1` more configs, every variant ready."""
-    base = template or load(POOL_FILE)
+    base = template or recorded_session()
     keys = ["base:default", *(f"c{i:02d}:default" for i in range(1, configs))]
     return replace(
         base,

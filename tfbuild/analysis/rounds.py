@@ -64,8 +64,10 @@ class Rounds:
                 for k, value in self.get((config, bench)).items():
                     if upto is None or k[1] < upto:
                         per_round[k].append(value)
-            self._levels[key] = {
-                k: sum(v) / len(v) for k, v in per_round.items() if len(v) == len(benchmarks)
+            self._levels[key] = {  # in round order, which differences() relies on
+                k: sum(v) / len(v)
+                for k, v in sorted(per_round.items())
+                if len(v) == len(benchmarks)
             }
         return self._levels[key]
 
@@ -79,11 +81,14 @@ def differences(
 ) -> list[float]:
     """Per round: the config's level minus the reference's (the mean of the reference configs
     that ran in that round), over `benchmarks`, in round order; rounds before `upto` only."""
-    mine = logs.level(config, benchmarks, upto)
+    mine = logs.level(config, benchmarks, upto)  # in round order
     theirs = [logs.level(r, benchmarks, upto) for r in reference]
+    if len(theirs) == 1:  # one reference (a pair of configs): the hot path of every look
+        (only,) = theirs
+        return [value - only[key] for key, value in mine.items() if key in only]
     out = []
-    for key in sorted(mine):
+    for key, value in mine.items():
         present = [t[key] for t in theirs if key in t]
         if present:
-            out.append(mine[key] - sum(present) / len(present))
+            out.append(value - sum(present) / len(present))
     return out

@@ -206,7 +206,7 @@ def bench(**params: Any) -> None:
     from tfbuild.bench.summary import summarise
     from tfbuild.engine import docker_status
     from tfbuild.progress import make_reporter
-    from tfbuild.report.terminal import bench_view
+    from tfbuild.report.terminal import print_bench
     from tfbuild.results.codec import load
 
     engine_status = docker_status()
@@ -230,7 +230,7 @@ def bench(**params: Any) -> None:
             path = run_session(plan, options, workspace, reporter, SequentialLooks())
     results = load(path)
     if not params["quiet"]:
-        console().print(bench_view(summarise(results), path))
+        print_bench(console(), summarise(results), path)
     _require_measurements(results, path)
 
 

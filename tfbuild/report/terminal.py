@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -230,10 +230,10 @@ def plan_view(plan: Plan) -> Group:
     return Group(variants, Text(""), tunings, Text(""), summary)
 
 
-def bench_view(summary: Summary, path: object) -> Group:
-    table = Table(
-        title=f"Median throughput per config (one value per round) - {path}", title_justify="left"
-    )
+def bench_view(summary: Summary) -> Group:
+    title = "Median throughput per config (one value per round)"
+    # as wide as its title, so a narrow table does not break the title across lines
+    table = Table(title=title, title_justify="left", min_width=len(title))
     table.add_column("config", no_wrap=True)
     for bench in summary.benchmarks:
         table.add_column(f"{bench}\n{summary.units[bench]}", justify="right")
@@ -279,5 +279,11 @@ def bench_view(summary: Summary, path: object) -> Group:
         lines.append(Text(f"stopped: {summary.stop}"))
     for who, why in summary.failures:
         lines.append(Text(f"failed {who}: {why}", style="red"))
-    lines.append(Text("Rank these with `tfbuild compare " + str(path) + "`", style="dim"))
     return Group(*lines)
+
+
+def print_bench(console: Console, summary: Summary, path: object) -> None:
+    """The session's summary, then the command that ranks it, on one line however long the
+    path (soft-wrapped: a terminal folds it, a copy gets it whole)."""
+    console.print(bench_view(summary))
+    console.print(f"Rank these with `tfbuild compare {path}`", style="dim", soft_wrap=True)

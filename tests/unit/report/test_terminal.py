@@ -1,0 +1,24 @@
+"""The tables `tfbuild bench` and `tfbuild plan` print."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from support.synthetic import session
+
+from tfbuild.bench.summary import summarise
+from tfbuild.report.terminal import print_bench
+
+
+def test_a_narrow_bench_table_keeps_its_title_on_one_line() -> None:
+    """One config and one benchmark make a table narrower than its title; piped output (120
+    columns) shows the title whole, above the table, and the compare command whole however
+    long the results path."""
+    path = "/srv/benchmarks/" + "nightly/" * 12 + "20261125T110026Z-vm-fcd4.json"
+    results = session({"tf:default": 1.0}, rounds=3, benchmarks=["matmul-pinned"], aa=False)
+    console = Console(width=120, record=True, file=None, highlight=False)
+    with console.capture() as captured:
+        print_bench(console, summarise(results), path)
+    lines = captured.get().splitlines()
+    assert lines[0].strip() == "Median throughput per config (one value per round)", lines
+    assert "tf:default" in captured.get()
+    assert lines[-1] == f"Rank these with `tfbuild compare {path}`"
