@@ -298,9 +298,12 @@ variants:
     _, doc = only_results(matrix)
     runtime = doc["variants"]["tf"]["runtime"]
     assert runtime["kind"] == "docker" and runtime["image"].startswith("tfbuild/runtime:")
-    # How the benchmark containers were confined, as the engine reports it.
-    assert seen, "no benchmark container was seen"
-    for attrs in seen.values():
+    # How the benchmark containers were confined, as the engine reports it; they carry the
+    # session's id (other tests' sessions run meanwhile).
+    session = doc["session"]["id"]
+    ours = [a for a in seen.values() if a["Config"]["Labels"].get("org.tfbuild.session") == session]
+    assert ours, "no benchmark container of this session was seen"
+    for attrs in ours:
         config, limits = attrs["Config"], attrs["HostConfig"]
         assert config["User"] == "10001:10001" and config["Image"] == runtime["image"]
         assert limits["NetworkMode"] == "none" and limits["CapDrop"] == ["ALL"]
@@ -313,4 +316,4 @@ variants:
         assert all(
             s["throughput"] > 0 for entry in run["benchmarks"].values() for s in entry["samples"]
         )
-    assert containers("org.tfbuild=bench", stopped=True) == []
+    assert containers(f"org.tfbuild.session={session}", stopped=True) == []

@@ -12,6 +12,7 @@ real TensorFlow 2.15 recipe's toolchain stage is built too.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -135,11 +136,16 @@ def test_cache_volume_is_shared_between_variants(toy_store: Path) -> None:
     assert len(out.split()) >= 2  # both variants (and any rebuild) wrote to the one volume
 
 
-def test_interrupted_build_leaves_nothing_half_done(toy_store: Path) -> None:
+def test_interrupted_build_leaves_nothing_half_done(toy_store: Path, tmp_path: Path) -> None:
+    """Ctrl-C while the build container runs. The toy source here packages its wheel only
+    after ten minutes, so the signal always comes in the middle of the build."""
     wheel, manifest = stored(toy_store, "avx512")
+    source = shutil.copytree(TOY / "src", tmp_path / "src")
+    setup = source / "setup.py"
+    setup.write_text("import time\n\ntime.sleep(600)\n" + setup.read_text())
     argv = [sys.executable, "-m", "tfbuild"]
-    argv += toy_build_args(toy_store, "--variant", "avx512", "--force")
-    others = set(containers("org.tfbuild=build", stopped=True))  # not this build's
+    argv += toy_build_args(toy_store, "--variant", "avx512", "--force", source=source)
+    ours = f"org.tfbuild.store={toy_store}"  # builds of other tests run meanwhile
     proc = subprocess.Popen(
         argv,
         stdout=subprocess.DEVNULL,
@@ -147,14 +153,14 @@ def test_interrupted_build_leaves_nothing_half_done(toy_store: Path) -> None:
     )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        running = set(containers("org.tfbuild=build")) - others
+        running = containers(ours)
         if running:
             break
         time.sleep(0.1)
     assert running, "the build container never started"
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=120) == 130
-    assert set(containers("org.tfbuild=build", stopped=True)) <= others
+    assert containers(ours, stopped=True) == []
     folder = wheel.parent
     assert not list(folder.glob(".build-*"))
     # the previous complete wheel and its manifest are untouched

@@ -64,7 +64,11 @@ def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) 
     assert len(document["runs"]) == sum(map(len, document["order"])) >= 5
     assert len(document["order"][0]) == 5
     assert document["session"]["stop"]["reason"] in ("resolved", "budget")
-    assert document["session"]["elapsed_s"] <= 150 + 30
+    # Two rounds always run; a later one starts only while the budget has time left (how many
+    # fit depends on the machine's speed, so only that rule is checked): the runs before it
+    # took less than the budget.
+    for r in range(2, len(document["order"])):
+        assert sum(run["wall_s"] for run in document["runs"] if run["round"] < r) < 150
     for config in ("stock-2.14:single-thread", "stock:single-thread"):
         assert config in proc.stdout
     assert "Ranking" in proc.stdout and "Use this" in proc.stdout

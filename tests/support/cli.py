@@ -94,10 +94,10 @@ def plans_made(
     return proc, [json.loads(line) for line in text.splitlines()]
 
 
-def toy_build_args(store: Path, *args: str) -> list[str]:
-    """`tfbuild build` arguments for the toy recipe: a C extension compiled with each
-    variant's copts."""
-    matrix, source = TOY / "matrix.yaml", TOY / "src"
+def toy_build_args(store: Path, *args: str, source: Path = TOY / "src") -> list[str]:
+    """`tfbuild build` arguments for the toy recipe: a C extension (in `source`) compiled with
+    each variant's copts."""
+    matrix = TOY / "matrix.yaml"
     return ["build", "--matrix", str(matrix), "--tf-source", str(source), "--store", str(store),
             *args]  # fmt: skip
 

@@ -22,6 +22,8 @@ def containers(label: str, *, stopped: bool = False) -> list[str]:
 def inspected(label: str) -> Iterator[dict[str, dict[str, Any]]]:
     """While the block runs, `docker inspect` of every container carrying `label`, by id, as
     the engine reports it (polled; the containers are gone when the block ends)."""
+    import docker.errors
+
     from tfbuild import engine
 
     seen: dict[str, dict[str, Any]] = {}
@@ -30,8 +32,10 @@ def inspected(label: str) -> Iterator[dict[str, dict[str, Any]]]:
     def poll() -> None:
         client = engine.client()
         while not done.is_set():
-            for created in client.containers.list(all=True, filters={"label": label}):
-                seen.setdefault(created.id, created.attrs)
+            for listed in client.api.containers(all=True, filters={"label": label}):
+                if listed["Id"] not in seen:
+                    with contextlib.suppress(docker.errors.NotFound):  # removed meanwhile
+                        seen[listed["Id"]] = client.api.inspect_container(listed["Id"])
             done.wait(0.2)
 
     thread = threading.Thread(target=poll, daemon=True)

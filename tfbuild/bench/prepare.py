@@ -55,6 +55,7 @@ def runtime_settings(results: Results, cache_dir: Path) -> RuntimeSettings:
         cpuset=recorded.cpuset,
         nano_cpus=recorded.nano_cpus,
         memory=recorded.memory,
+        session=results.session.id,
     )
 
 

@@ -184,7 +184,8 @@ def _run_build(
             volumes={volume: {"bind": "/cache", "mode": "rw"}},
             environment=environment,
             network_mode=network,
-            labels={"org.tfbuild": "build", "org.tfbuild.variant": variant.id},
+            labels={"org.tfbuild": "build", "org.tfbuild.variant": variant.id,
+                    "org.tfbuild.store": str(store.root)},
         ) as created:  # fmt: skip
             code, _ = engine.run_to_end(created, log, timeout=None)
             if code != 0:

@@ -77,6 +77,7 @@ class DockerRuntime(RuntimeEnv):
         cpuset: str | None = None,
         nano_cpus: int | None = None,
         memory: str | None = None,
+        session: str | None = None,
     ) -> None:
         super().__init__(artifact)
         self.settings = settings
@@ -86,6 +87,7 @@ class DockerRuntime(RuntimeEnv):
         self.cpuset = cpuset
         self.nano_cpus = nano_cpus
         self.memory = memory
+        self.session = session
         self.image: str | None = None
 
     def _script(self) -> str:
@@ -196,7 +198,7 @@ class DockerRuntime(RuntimeEnv):
             cpuset_cpus=cpuset,
             nano_cpus=self.nano_cpus,
             mem_limit=self.memory,
-            labels={"org.tfbuild": "bench"},
+            labels={"org.tfbuild": "bench", **self._session_label()},
             device_requests=gpu_requests(self.artifact),
             **engine.ISOLATION,
         ) as created:
@@ -209,6 +211,9 @@ class DockerRuntime(RuntimeEnv):
                 data = engine.read_file(created, "/io/result.json")
                 result = json.loads(data) if data is not None else None
         return RunOutcome(engine.signal_status(code), result, stderr, wall, timed_out)
+
+    def _session_label(self) -> dict[str, str]:
+        return {"org.tfbuild.session": self.session} if self.session else {}
 
     def describe(self) -> dict[str, Any]:
         info = engine.image_info(self.image) if self.image else None

@@ -15,7 +15,8 @@ from tfbuild.store import Artifact
 
 @dataclass(frozen=True, kw_only=True)
 class RuntimeSettings:
-    """How runtimes are made: where venvs are cached, which image containers start from."""
+    """How runtimes are made: where venvs are cached, which image containers start from, the
+    session whose label benchmark containers carry."""
 
     cache_dir: Path
     pip: PipSettings
@@ -24,6 +25,7 @@ class RuntimeSettings:
     cpuset: str | None = None
     nano_cpus: int | None = None
     memory: str | None = None
+    session: str | None = None
 
 
 def _local(artifact: Artifact, settings: RuntimeSettings) -> RuntimeEnv:
@@ -40,6 +42,7 @@ def _docker(artifact: Artifact, settings: RuntimeSettings) -> RuntimeEnv:
         cpuset=settings.cpuset,
         nano_cpus=settings.nano_cpus,
         memory=settings.memory,
+        session=settings.session,
     )
 
 
