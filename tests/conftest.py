@@ -18,9 +18,6 @@ from support.env import BASE_IMAGE, REPO, require
 
 from tfbuild.files import locked
 
-ENGINE = {"docker_engine", "base_image", "wheelhouse", "toy_store"}
-"""Session fixtures that build something once on the Docker engine or from the repository."""
-
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: at least three workers. Most of the suite's time is spent waiting (on the
@@ -28,20 +25,15 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(3, os.cpu_count() or 1)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the test ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`-n auto --dist loadgroup`) tests run in groups, each group on one
-    worker, one test after another. The tests that install real TensorFlow (tf_workspace) are
-    two groups, test_bench.py's and the others', sharing one workspace. The other tests of the
-    Docker engine are one group: they share its images and count its build containers. Every
-    other file is a group of its own (its tests may share a folder)."""
+    worker, one test after another: a file is a group, so its module fixtures (a remote
+    engine, three bazel builds, a dind image) are made once. test_bench.py's sessions are a
+    group each; they share only the TensorFlow workspace, which every worker shares."""
     for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if "tf_workspace" in fixtures:
-            group = "tensorflow-bench" if item.path.name == "test_bench.py" else "tensorflow"
-        elif "integration" in item.path.parts or fixtures & ENGINE:
-            group = "engine"
-        else:
-            group = str(item.path)
+        file = item.nodeid.split("::")[0]
+        group = item.nodeid if item.path.name == "test_bench.py" else file
         item.add_marker(pytest.mark.xdist_group(group))
 
 

@@ -146,11 +146,14 @@ def test_interrupted_build_leaves_nothing_half_done(toy_store: Path, tmp_path: P
     argv = [sys.executable, "-m", "tfbuild"]
     argv += toy_build_args(toy_store, "--variant", "avx512", "--force", source=source)
     ours = f"org.tfbuild.store={toy_store}"  # builds of other tests run meanwhile
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    # The child gets Ctrl-C's default action as in a terminal: a suite started in the
+    # background by a shell without job control runs with SIGINT ignored, which a child
+    # inherits (and Python then keeps), while a handled signal is reset by exec.
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finally:
+        signal.signal(signal.SIGINT, ignored)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         running = containers(ours)
