@@ -21,7 +21,9 @@ def qemu() -> None:
 
 
 def inspect(wheel: Path, cache: Path, *args: str) -> tuple[int, dict[str, object]]:
-    proc = run_tfbuild("inspect", str(wheel), "--json", "--cache-dir", str(cache), *args)
+    proc = run_tfbuild(
+        "inspect", str(wheel), "--json", "--cache-dir", str(cache), *args, timeout=1800
+    )
     return proc.returncode, json.loads(proc.stdout)
 
 

@@ -22,7 +22,7 @@ from tfbuild.audit import cuobjdump, isa
 from tfbuild.audit.verdict import version_key
 from tfbuild.config.model import INHERIT_PIP, PipSettings
 from tfbuild.errors import BadWheel
-from tfbuild.files import atomic_write_json, sha256_of
+from tfbuild.files import atomic_write_json, locked, sha256_of
 
 SCHEMA = "tfbuild.inspect/1"
 
@@ -58,8 +58,23 @@ def inspect_wheel(
     again when cuobjdump can be had now."""
     wheelfile.check_wheel(wheel)
     digest = _digest(wheel, cache_dir)
-    cached = cache_path(cache_dir, digest) if cache_dir else None
     device_code = cuobjdump.DeviceCode(cache_dir, pip_settings, retry=refresh)
+    if cache_dir is None:
+        return _audit(wheel, digest, None, refresh, workers, device_code)
+    cached = cache_path(cache_dir, digest)
+    # Sessions sharing a cache audit a wheel one at a time: the second reads the first's report.
+    with locked(cached.with_name(f".{cached.name}.lock")):
+        return _audit(wheel, digest, cached, refresh, workers, device_code)
+
+
+def _audit(
+    wheel: Path,
+    digest: str,
+    cached: Path | None,
+    refresh: bool,
+    workers: int | None,
+    device_code: cuobjdump.DeviceCode,
+) -> dict[str, Any]:
     if cached is not None and not refresh:
         report = _cached_report(cached, digest)
         if report is not None:
@@ -135,14 +150,15 @@ def _digest(wheel: Path, cache_dir: Path | None) -> str:
     stat = wheel.stat()
     key = f"{wheel.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
     index = cache_dir / "inspect" / "sha256.json"
-    try:
-        known: dict[str, str] = json.loads(index.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        known = {}
-    if key not in known:
-        known[key] = sha256_of(wheel)
-        atomic_write_json(index, known)
-    return known[key]
+    with locked(index.with_name(".sha256.json.lock")):
+        try:
+            known: dict[str, str] = json.loads(index.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            known = {}
+        if key not in known:
+            known[key] = sha256_of(wheel)
+            atomic_write_json(index, known)
+        return known[key]
 
 
 def build_report(

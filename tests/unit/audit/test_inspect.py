@@ -1,14 +1,19 @@
 """The audit report of a wheel (`tfbuild inspect`): what is not a wheel is refused, an unreadable
-object makes the verdict unproven, a damaged cache entry is redone."""
+object makes the verdict unproven, a damaged cache entry is redone, and two sessions sharing a
+cache audit a wheel once."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 from support.cext import ELF_WHEEL_NAME, elf_wheel, shared_object
 from support.cli import run_tfbuild
+from support.env import require
 
 
 def test_inspect_refuses_what_is_not_a_wheel(tmp_path: Path) -> None:
@@ -57,3 +62,29 @@ def test_a_corrupted_cache_entry_is_redone(tmp_path: Path) -> None:
     report = json.loads(again.stdout)
     assert report["cached"] is False and report["verdict"]["runs"] is True
     assert json.loads(entry.read_text())["sha256"] == report["sha256"]  # rewritten whole
+
+
+def test_sessions_sharing_a_cache_audit_a_wheel_once(tmp_path: Path) -> None:
+    """Two `tfbuild inspect` of one wheel with one cache at the same moment: one audits, the
+    other waits and reads its report. The wheel holds six copies of this machine's libcrypto,
+    an audit of a few seconds, so the two would otherwise both audit."""
+    libraries = sorted(Path("/usr/lib/x86_64-linux-gnu").glob("libcrypto.so.*"))
+    require(bool(libraries), "libcrypto (libssl3) is not installed")
+    wheel = tmp_path / "big-1.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            "big-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: big\nVersion: 1.0\n"
+        )
+        archive.writestr("big-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\n")
+        archive.writestr("big-1.0.dist-info/RECORD", "")
+        for n in range(6):
+            archive.write(libraries[0], f"big/lib{n}.so")
+    argv = [sys.executable, "-m", "tfbuild", "inspect", str(wheel), "--json",
+            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]  # fmt: skip
+    outputs = [proc.communicate(timeout=600) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outputs
+    reports = [json.loads(out) for out, _ in outputs]
+    assert sorted(r["cached"] for r in reports) == [False, True]
+    assert reports[0]["objects"] == reports[1]["objects"]
