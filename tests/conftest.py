@@ -30,10 +30,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`-n auto --dist loadgroup`) tests run in groups, each group on one
     worker, one test after another: a file is a group, so its module fixtures (a remote
     engine, three bazel builds, a dind image) are made once. test_bench.py's sessions are a
-    group each; they share only the TensorFlow workspace, which every worker shares."""
+    group each (they share only the TensorFlow workspace, which every worker shares), and so
+    are test_looks.py's simulations (hundreds of replayed sessions each, nothing shared)."""
+    alone = {"test_bench.py", "test_looks.py"}
     for item in items:
         file = item.nodeid.split("::")[0]
-        group = item.nodeid if item.path.name == "test_bench.py" else file
+        group = item.nodeid if item.path.name in alone else file
         item.add_marker(pytest.mark.xdist_group(group))
 
 

@@ -33,8 +33,8 @@ from tfbuild.runtime.base import RunOutcome, RuntimeEnv
 from tfbuild.store import Artifact
 
 POOL_FILE = FIXTURES / "results" / "null-6copies-12rounds.json"
-SEQUENTIAL = Design(kind="sequential", first=5, horizon=30, budget_s=None, resolve=0.05)
-"""The default matrix's sequential design: looks from round 5, error control over 30 rounds,
+SEQUENTIAL = Design(kind="sequential", first=3, horizon=30, budget_s=None, resolve=0.05)
+"""The default matrix's sequential design: looks from round 3, error control over 30 rounds,
 until the leading tier is resolved to 5 %."""
 
 

@@ -34,7 +34,8 @@ def test_the_prose_under_an_example_quotes_only_its_block() -> None:
     )
     checked = 0
     for i, block in enumerate(blocks):
-        if "tfbuild compare" not in text[block.start() : block.start() + 80]:
+        head = text[block.start() : block.start() + 80]
+        if "tfbuild compare" not in head and "tfbuild replay" not in head:
             continue
         end = blocks[i + 1].start() if i + 1 < len(blocks) else len(text)
         prose = text[block.end() : end].split("\n## ")[0]

@@ -8,16 +8,24 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from tfbuild import stats
 from tfbuild.analysis.rounds import Rounds, differences
 from tfbuild.analysis.sessions import Timeline
-from tfbuild.results.model import Design, Results
+from tfbuild.results.model import DECISIONS, Design, Results
+
+K = TypeVar("K")
 
 OVERALL = "overall"
 ALPHA = 0.05
 SPLIT = {"ranking": 0.025, "selection": 0.015, "benchmarks": 0.005, "experiments": 0.005}
 MIN_MARGIN = 0.02
+BASELINE_RHO = 1.0 / 3.0
+"""Correlation of two configs' comparisons with the baseline: each config is one process a
+round, the baseline the mean of two, so var(x - b) = 1.5 s^2 and cov = 0.5 s^2."""
+BEST_RHO = 0.5
+"""Correlation of the fastest config's comparisons with two others: it is in both."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,10 @@ class Estimate:
     margin: float
     verdict: str
     """faster, slower, equivalent, undecided (or baseline)."""
+    se: float = math.nan
+    """Standard error of the log ratio (moderated)."""
+    df: float = math.nan
+    """Its degrees of freedom."""
 
     @property
     def half_width(self) -> float:
@@ -82,9 +94,18 @@ def estimate(
 ) -> Estimate | None:
     """The trimmed-mean interval of per-round log ratios at two-sided `level`, with a verdict;
     None before the first look (no level to judge at)."""
-    if level <= 0.0 or len(logs) < 2:
+    if len(logs) < 2:
         return None
-    loc = stats.trimmed(logs)
+    return judged(config, benchmark, stats.trimmed(logs), level, margin)
+
+
+def judged(
+    config: str, benchmark: str, loc: stats.Location, level: float, margin: float
+) -> Estimate | None:
+    """The interval of a location at two-sided `level`, with a verdict; None before the first
+    look (no level to judge at)."""
+    if level <= 0.0 or loc.n < 2:
+        return None
     low, high = loc.interval(1.0 - level)
     return Estimate(
         config=config,
@@ -98,6 +119,8 @@ def estimate(
         sd=loc.sd,
         margin=margin,
         verdict=verdict(low, high, margin),
+        se=loc.se,
+        df=loc.df,
     )
 
 
@@ -134,15 +157,54 @@ class Setup:
     def level(self, alpha: float, config: str) -> float:
         return self.timeline.level(alpha, self.look_of(config))
 
+    @property
+    def rules(self) -> int:
+        """The version of the decision rules (results.model.DECISIONS): a sequential session
+        is judged by the rules its looks were decided by, a fixed one by today's."""
+        return self.design.decisions if self.design.sequential else DECISIONS
 
-def ranking_estimates(setup: Setup, logs: Rounds, margin: float) -> dict[str, Estimate]:
-    """Every config against the baseline, overall, each at its own look."""
-    alpha = SPLIT["ranking"] / setup.family
-    out = {}
+    def against_baseline(self, alpha: float) -> float:
+        """The per-comparison level of a family of comparisons with the baseline that errs
+        with probability alpha: the configs' comparisons share the baseline's noise, which
+        correlates them (at 1/3: a config's one process against the mean of the baseline's
+        two), and the A/A check shares none of it (stats.maxt_level)."""
+        if self.rules < 2:
+            return alpha / self.family
+        aa = 1 if self.aa else 0
+        return stats.maxt_level(alpha, self.family - aa, BASELINE_RHO, independent=aa)
+
+    def against_best(self, alpha: float) -> float:
+        """The one-sided per-comparison level of the comparisons with the fastest config."""
+        if self.rules < 2:
+            return alpha / self.rivals
+        return stats.maxt_level(alpha, self.rivals, BEST_RHO, one_sided=True)
+
+    def moderated(self, locations: Mapping[K, stats.Location]) -> dict[K, stats.Location]:
+        """Locations of comparisons made together, each with its variance moderated towards
+        what they share (stats.moderated), keyed as given; as they are under rules 1."""
+        keys = [k for k, loc in locations.items() if loc.n >= 2]
+        found = [locations[k] for k in keys]
+        return dict(zip(keys, stats.moderated(found) if self.rules >= 2 else found, strict=True))
+
+
+def ranking_locations(setup: Setup, logs: Rounds) -> dict[str, stats.Location]:
+    """Every config against the baseline, overall, each at its own look: the trimmed mean of
+    the per-round log ratios, before moderation."""
+    locations = {}
     for config in setup.compared:
         benches = setup.measured.get(config) or setup.benchmarks
         d = differences(logs, config, setup.reference, benches, setup.look_of(config))
-        e = estimate(config, OVERALL, d, setup.level(alpha, config), margin)
+        locations[config] = stats.trimmed(d)
+    return locations
+
+
+def ranking_estimates(setup: Setup, logs: Rounds, margin: float) -> dict[str, Estimate]:
+    """Every config against the baseline, overall, each at its own look: Dunnett-type levels
+    over the family, variances moderated across the configs."""
+    alpha = setup.against_baseline(SPLIT["ranking"])
+    out = {}
+    for config, loc in setup.moderated(ranking_locations(setup, logs)).items():
+        e = judged(config, OVERALL, loc, setup.level(alpha, config), margin)
         if e is not None:
             out[config] = e
     return out
@@ -151,36 +213,36 @@ def ranking_estimates(setup: Setup, logs: Rounds, margin: float) -> dict[str, Es
 def out_claims(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) -> list[Out]:
     """Which of `configs` (the baseline included) cannot be the fastest: A is out when another
     config B is faster, the one-sided bound of B/A (paired by round) above 1. Multiple
-    comparisons with the best (Hsu; Gupta's subset selection): only the comparisons of the
-    others with the truly fastest config can wrongly put it out, so Bonferroni runs over
-    those k - 1, at one-sided SPLIT["selection"] / (k - 1), spent over the looks. Each pair is
-    judged where the earlier of the two stopped. For each A the strongest evidence comes
-    first."""
-    alpha = SPLIT["selection"] / setup.rivals
-    claims = []
+    comparisons with the best (Hsu 1984; Gupta's subset selection): only the comparisons of
+    the others with the truly fastest config can wrongly put it out, so the family is those
+    k - 1, correlated at 1/2 (the fastest is in each), at the one-sided max-t level of
+    SPLIT["selection"], spent over the looks; the variances of all pairs judged at a look are
+    moderated together. Each pair is judged where the earlier of the two stopped. For each A
+    the strongest evidence comes first."""
+    alpha = setup.against_best(SPLIT["selection"])
+    locations: dict[tuple[str, str], stats.Location] = {}
+    looks: dict[tuple[str, str], int] = {}
     for i, a in enumerate(configs):
         for b in configs[i + 1 :]:
             x, y = (b, a) if a == setup.baseline else (a, b)
             look = min(setup.look_of(x), setup.look_of(y), round_)
             pair = _pair(setup, x, y)
-            if not pair:
-                continue
-            d = differences(logs, x, pair[0], pair[1], look)
-            level = setup.timeline.level(alpha, look, one_sided=True)
-            if level <= 0.0 or len(d) < 2:
-                continue
-            loc = stats.trimmed(d)
-            if loc.df < 1 or not math.isfinite(loc.se):
-                continue
-            reach = stats.t_ppf(1.0 - level, loc.df) * loc.se
-            if loc.estimate + reach < 0.0:
-                claims.append(
-                    Out(x, y, look, stats.exp(loc.estimate), stats.exp(loc.estimate + reach))
-                )
-            elif loc.estimate - reach > 0.0:
-                claims.append(
-                    Out(y, x, look, stats.exp(-loc.estimate), stats.exp(reach - loc.estimate))
-                )
+            if pair:
+                locations[(x, y)] = stats.trimmed(differences(logs, x, pair[0], pair[1], look))
+                looks[(x, y)] = look
+    claims = []
+    for (x, y), loc in setup.moderated(locations).items():
+        look = looks[(x, y)]
+        level = setup.timeline.level(alpha, look, one_sided=True)
+        if level <= 0.0 or loc.df < 1 or not math.isfinite(loc.se):
+            continue
+        reach = stats.t_ppf(1.0 - level, loc.df) * loc.se
+        if loc.estimate + reach < 0.0:
+            claims.append(Out(x, y, look, stats.exp(loc.estimate), stats.exp(loc.estimate + reach)))
+        elif loc.estimate - reach > 0.0:
+            claims.append(
+                Out(y, x, look, stats.exp(-loc.estimate), stats.exp(reach - loc.estimate))
+            )
     return sorted(claims, key=lambda c: (c.config, c.upper))
 
 
@@ -206,9 +268,15 @@ def resolution(lead: Iterable[str], estimates: Mapping[str, Estimate]) -> float:
     return max(widths, default=0.0)
 
 
-def _reaches(sd: float, n: int, level: float, target: float) -> bool:
-    """Whether an interval at two-sided `level` from n rounds of noise `sd` reaches ±target."""
-    half = stats.t_ppf(1.0 - level / 2.0, n - 1) * sd / math.sqrt(n)
+def _reaches(e: Estimate, n: int, level: float, target: float) -> bool:
+    """Whether the interval of `e`, at two-sided `level` after n rounds instead of e.rounds,
+    reaches ±target, its standard error shrinking as 1/sqrt(n) and its df growing with it."""
+    if not (math.isfinite(e.se) and math.isfinite(e.df)) or n < 2:
+        return False
+    df = e.df + n - e.rounds
+    if df < 1:
+        return False
+    half = stats.t_ppf(1.0 - level / 2.0, df) * e.se * math.sqrt(e.rounds / n)
     return stats.expm1(half) <= target
 
 
@@ -217,14 +285,14 @@ def fixed_rounds_for(
 ) -> int | None:
     """Fewest rounds a fixed design (one look at the full level) needs for every leading
     config's interval to reach ±target, with each config's noise as measured."""
-    alpha = SPLIT["ranking"] / setup.family
+    alpha = setup.against_baseline(SPLIT["ranking"])
     most = 2
     for config in lead:
         e = estimates.get(config)
-        if e is None or not math.isfinite(e.sd):
+        if e is None or not math.isfinite(e.se):
             continue
         for n in range(2, 10_000):
-            if _reaches(e.sd, n, alpha, target):
+            if _reaches(e, n, alpha, target):
                 most = max(most, n)
                 break
         else:
@@ -237,7 +305,7 @@ def rounds_to_resolve(
 ) -> int | None:
     """Rounds until every leading config's interval reaches ±target at a scheduled look, if its
     noise stays what it is (the planner behind the ETA); None if not by the horizon."""
-    alpha = SPLIT["ranking"] / setup.family
+    alpha = setup.against_baseline(SPLIT["ranking"])
     schedule = setup.design.schedule
     if not schedule or setup.design.horizon is None:
         return None
@@ -245,13 +313,13 @@ def rounds_to_resolve(
     most = 0
     for config in lead:
         e = estimates.get(config)
-        if e is None or not math.isfinite(e.sd):
+        if e is None or not math.isfinite(e.se):
             continue
         for k, look in enumerate(schedule):
             if look <= now:
                 continue
-            level = stats.sequential_levels(alpha, schedule[: k + 1], setup.design.horizon)[-1]
-            if _reaches(e.sd, e.rounds + look - now, level, target):
+            planned = Timeline(schedule[: k + 1], setup.design.horizon, rules=setup.rules)
+            if _reaches(e, e.rounds + look - now, planned.level(alpha, look), target):
                 most = max(most, look - now)
                 break
         else:
@@ -295,7 +363,11 @@ def final_timeline(
     if stop in ("budget", "max_rounds", "fixed"):
         if not taken or taken[-1] != rounds:
             taken.append(rounds)
-        return Timeline(tuple(taken), design.horizon, spend_rest=True), at, notes
+        return (
+            Timeline(tuple(taken), design.horizon, spend_rest=True, rules=design.decisions),
+            at,
+            notes,
+        )
     if stop not in ("resolved", "nothing_runs"):
         notes.append(
             "the session has not finished: what it claims so far is what its last look knew"
@@ -303,7 +375,7 @@ def final_timeline(
             else "the session has not finished and has not looked at its data yet: it makes no "
             "claims until then"
         )
-    return Timeline(tuple(taken), design.horizon), at, notes
+    return Timeline(tuple(taken), design.horizon, rules=design.decisions), at, notes
 
 
 def make_setup(

@@ -89,7 +89,8 @@ class SequentialLooks:
             self.rounds.add(results.id, run)
         self.seen = len(results.runs)
         baseline, aa = results.baseline.config, results.baseline.aa_config
-        timeline = Timeline(tuple(n for n in design.schedule if n <= round_), design.horizon)
+        looks = tuple(n for n in design.schedule if n <= round_)
+        timeline = Timeline(looks, design.horizon, rules=design.decisions)
         setup = make_setup(results, compared(results), self.rounds, design, aa, timeline)
         look = take_look(setup, self.rounds, active, round_)
         strongest: dict[str, Out] = {}

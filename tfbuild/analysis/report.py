@@ -12,11 +12,16 @@ that with probability at least 95 % every one of them is true at once:
   has no pull, with a t interval from the winsorized variance.
 - The intervals are simultaneous: alpha = 5 % is split between the verdicts against the
   baseline (2.5 %), the selection of the configs that could be the fastest (1.5 %), the
-  per-benchmark table (0.5 %) and the seed experiments (0.5 %); within each, Bonferroni over
-  the comparisons; and when the session looked at its data at scheduled rounds to stop configs
-  early (a sequential design), each comparison is judged at the level alpha spending gives its
-  look (Lan-DeMets, Pocock type, see stats.sequential_levels), so the error stays within alpha
-  however many looks were taken and wherever the session stopped.
+  per-benchmark table (0.5 %) and the seed experiments (0.5 %); within each, the max-t level
+  of comparisons that share a config (Dunnett 1955: the configs' comparisons with the baseline
+  correlate at 1/3), each comparison's variance moderated towards what the comparisons judged
+  with it share (Smyth 2004, with guards: stats.moderated); and when the session looked at its
+  data at scheduled rounds to stop configs early (a sequential design), each comparison is
+  judged at the level alpha spending gives its look (Lan-DeMets: Pocock-type for the
+  eliminations, which come early, the power family's t^2 for the intervals, judged when the
+  session stops; see stats.sequential_levels), so the error stays within alpha however many
+  looks were taken and wherever the session stopped. A sequential session is judged by the
+  rules its looks were decided by (results.model.DECISIONS).
 - Verdicts against the baseline, from the interval and a practical margin: faster or slower
   when the whole interval lies beyond the margin, equivalent when it lies inside it, undecided
   otherwise. The margin is the spread of one process of the same build, from the A/A control's
@@ -24,10 +29,11 @@ that with probability at least 95 % every one of them is true at once:
 - Which configs could be the fastest: multiple comparisons with the best (Hsu 1984; Gupta's
   subset selection). A config is out when another one is ahead of it by more than the
   one-sided bound of their paired per-round difference. Only the comparisons of the others
-  with the truly fastest config can put that one out wrongly, so Bonferroni runs over those
-  k - 1 comparisons, not over all pairs: the fastest config stays in with probability at least
-  1 - 1.5 %, at every look together. Outs stop configs during a sequential session (each
-  recorded with its look) and cut the two tiers: could be the fastest, and not.
+  with the truly fastest config can put that one out wrongly, so the family is those k - 1
+  comparisons (correlated at 1/2), not all pairs: the fastest config stays in with
+  probability at least 1 - 1.5 %, at every look together. Outs stop configs during a
+  sequential session (each recorded with its look) and cut the two tiers: could be the
+  fastest, and not.
 
 Fixed-design sessions from the same machine are pooled (rounds stay paired within their
 session); a sequential session is analysed on its own; different machines are reported side by
@@ -36,6 +42,7 @@ side.
 
 from __future__ import annotations
 
+import functools
 import math
 import shlex
 import statistics
@@ -54,6 +61,7 @@ from tfbuild.analysis.estimates import (
     estimate,
     final_timeline,
     fixed_rounds_for,
+    judged,
     make_setup,
     noise_margin,
     out_claims,
@@ -62,6 +70,7 @@ from tfbuild.analysis.estimates import (
     tiers,
 )
 from tfbuild.analysis.looks import take_look
+from tfbuild.analysis.power import Noise, detectable_shift, session_noise
 from tfbuild.analysis.rounds import Rounds, differences, raw_samples, round_table
 from tfbuild.analysis.sessions import Session, Timeline
 from tfbuild.config.suite import CONTRASTS
@@ -128,6 +137,8 @@ class HostReport:
     host_key: str
     sessions: list[str]
     design: Design
+    rules: int
+    """The version of the decision rules the session was judged by (results.model.DECISIONS)."""
     baseline: str
     benchmarks: list[str]
     units: dict[str, str]
@@ -137,9 +148,10 @@ class HostReport:
     margin_source: str
     aa: dict[str, Estimate]
     warnings: list[str]
-    detectable: float
-    """Smallest true difference shown (faster or slower) with 80 % power for a config with the
-    median noise at the median number of rounds, after multiplicity and alpha spending."""
+    noise: tuple[Noise, float] | None = field(repr=False)
+    """What `detectable` is simulated from: the session's noise and the last look's level."""
+    floor: float = field(repr=False)
+    """The fixed margin, or the floor under the one the A/A control gives."""
     estimates: dict[tuple[str, str], Estimate]
     ranking: list[Estimate]
     """Overall estimates in tier order, best first (the baseline included with ratio 1)."""
@@ -171,6 +183,16 @@ class HostReport:
     """(config, benchmark) -> every raw sample throughput, for distribution plots."""
     configs: dict[str, ConfigEntry] = field(repr=False)
     variants: dict[str, VariantRecord] = field(repr=False)
+
+    @functools.cached_property
+    def detectable(self) -> float:
+        """Smallest true difference called faster or slower with 80 % power for a config with
+        the median rounds, after multiplicity, alpha spending and the margin: simulated from
+        the session's own noise (tfbuild.analysis.power), computed when first asked for."""
+        if self.noise is None:
+            return math.inf
+        noise, level = self.noise
+        return stats.expm1(detectable_shift(noise, level, self.floor))
 
 
 # --------------------------------------------------------------------------------------------
@@ -218,8 +240,8 @@ def _aa_estimates(
         )
     warnings = []
     aa: dict[str, Estimate] = {}
-    ranking_alpha = SPLIT["ranking"] / setup.family
-    bench_alpha = SPLIT["benchmarks"] / max(1, setup.family * len(setup.benchmarks))
+    ranking_alpha = setup.against_baseline(SPLIT["ranking"])
+    bench_alpha = setup.against_baseline(SPLIT["benchmarks"] / max(1, len(setup.benchmarks)))
     for bench in [OVERALL, *setup.benchmarks]:
         benches = setup.benchmarks if bench == OVERALL else (bench,)
         last = setup.timeline.last
@@ -289,12 +311,20 @@ def failures_of(sessions: Sequence[Session]) -> list[Failure]:
 def _per_benchmark(
     setup: Setup, logs: Rounds, margins: Mapping[str, float]
 ) -> dict[tuple[str, str], Estimate]:
-    alpha = SPLIT["benchmarks"] / max(1, setup.family * len(setup.benchmarks))
+    """Every config against the baseline on each benchmark: Dunnett-type levels within a
+    benchmark, Bonferroni across them, variances moderated across the configs."""
+    alpha = setup.against_baseline(SPLIT["benchmarks"] / max(1, len(setup.benchmarks)))
     out = {}
-    for config in setup.compared:
-        for bench in setup.measured[config]:
-            d = differences(logs, config, setup.reference, (bench,), setup.look_of(config))
-            e = estimate(config, bench, d, setup.level(alpha, config), margins[bench])
+    for bench in setup.benchmarks:
+        locations = {
+            config: stats.trimmed(
+                differences(logs, config, setup.reference, (bench,), setup.look_of(config))
+            )
+            for config in setup.compared
+            if bench in setup.measured[config]
+        }
+        for config, loc in setup.moderated(locations).items():
+            e = judged(config, bench, loc, setup.level(alpha, config), margins[bench])
             if e is not None:
                 out[(config, bench)] = e
     return out
@@ -327,7 +357,8 @@ def _replay(
     problems = []
     for k, look in enumerate(recorded):
         rounds = tuple(x.round for x in recorded[: k + 1])
-        at_look = replace(setup, timeline=Timeline(rounds, setup.design.horizon), at={})
+        timeline = Timeline(rounds, setup.design.horizon, rules=setup.design.decisions)
+        at_look = replace(setup, timeline=timeline, at={})
         replayed = take_look(at_look, logs, look.active, look.round)
         claims += replayed.out
         mine = sorted(e.config for e in look.eliminated)
@@ -494,26 +525,13 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         if not f.clean:
             warnings.append(f"{config}: {f.text()}; it is ranked on what it measured")
     choice = _choice(ranking, lead, setup.baseline, margins[OVERALL], flags, configs, variants)
-    sds = [e.sd for e in estimates.values() if math.isfinite(e.sd)]
-    ns = [e.rounds for e in estimates.values()]
-    level = setup.timeline.level(SPLIT["ranking"] / setup.family, setup.timeline.last)
-    detectable = (
-        stats.expm1(
-            stats.detectable(
-                statistics.median(sds),
-                int(statistics.median(ns)),
-                level,
-                math.log1p(margins[OVERALL]),
-            )
-        )
-        if sds and ns
-        else math.inf
-    )
+    noise = session_noise(setup, logs, aa.get(OVERALL), margin is not None)
     return HostReport(
         host=first.host,
         host_key=sessions[0].host_key,
         sessions=[str(s.path) for s in sessions],
         design=design,
+        rules=setup.rules,
         baseline=setup.baseline,
         benchmarks=list(setup.benchmarks),
         units=dict(first.suite.units),
@@ -522,7 +540,8 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         margin_source=margin_source,
         aa=aa,
         warnings=warnings,
-        detectable=detectable,
+        noise=noise,
+        floor=margins[OVERALL] if margin is not None else MIN_MARGIN,
         estimates={
             **{(c, OVERALL): e for c, e in estimates.items()},
             **_per_benchmark(setup, logs, margins),

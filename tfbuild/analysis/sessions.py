@@ -14,7 +14,7 @@ from tfbuild.errors import ResultsError
 from tfbuild.machine.cpu import level_name
 from tfbuild.machine.profile import HostProfile
 from tfbuild.results.codec import load
-from tfbuild.results.model import Design, Results
+from tfbuild.results.model import DECISIONS, Design, Results
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,10 @@ class Timeline:
     rounds: tuple[int, ...]
     horizon: int | None = None
     spend_rest: bool = False
+    rules: int = DECISIONS
+    """The decision rules (results.model.DECISIONS): from 2 on, the one-sided comparisons that
+    put configs out early spend alpha as Pocock (early), the two-sided intervals judged when
+    the session stops along t^2 (late); under 1 both as Pocock."""
 
     def level(self, alpha: float, look: int, one_sided: bool = False) -> float:
         """The nominal level of a comparison at the look after `look` rounds: two-sided, or
@@ -36,8 +40,14 @@ class Timeline:
             return 0.0
         k = self.rounds.index(look)
         last = k == len(self.rounds) - 1
+        spending = "power" if self.rules >= 2 and not one_sided else "pocock"
         levels = stats.sequential_levels(
-            alpha, self.rounds[: k + 1], self.horizon, self.spend_rest and last, one_sided
+            alpha,
+            self.rounds[: k + 1],
+            self.horizon,
+            self.spend_rest and last,
+            one_sided,
+            spending=spending,
         )
         return levels[-1]
 

@@ -160,3 +160,34 @@ def compare(
                 f"the regression gate failed against {' '.join(settings.against_given)}, "
                 f"{len(causes)} cause(s):\n" + "\n".join(f"  {c}" for c in causes)
             )
+
+
+@cli.command()
+@click.argument("results_files", nargs=-1, required=True, metavar="RESULTS...")
+@click.option(
+    "--min-rounds",
+    type=click.IntRange(2, None),
+    help="Take the first look after this many rounds (default: the recorded design's).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@debug_option
+def replay(results_files: tuple[str, ...], min_rounds: int | None, fmt: str) -> None:
+    """What today's decision rules would have done with recorded sequential sessions
+    (RESULTS: files, folders of them, or quoted patterns): each session's own processes, round
+    by round, through today's looks, eliminations and stopping; the round it would have
+    stopped after and the processes by then, beside what it recorded. Nothing is run."""
+    from tfbuild.analysis.replay import replay as replay_session
+    from tfbuild.report.replaying import replay_text, summary
+    from tfbuild.results.codec import load
+
+    # each session on its own: sessions of different suites may be replayed side by side
+    done = [
+        (p, replay_session(load(p), min_rounds)) for p in results_paths(results_files, "RESULTS")
+    ]
+    if fmt == "json":
+        doc = [{"file": str(p), **summary(r)} for p, r in done]
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo("\n\n".join(replay_text(str(p), r) for p, r in done))

@@ -70,9 +70,14 @@ def header_lines(r: HostReport) -> list[str]:
             f"Error control: every claim below holds together with probability at least "
             f"{1 - ALPHA:.0%} (verdicts {SPLIT['ranking']:.1%}, which could be the fastest "
             f"{SPLIT['selection']:.1%}, per benchmark {SPLIT['benchmarks']:.1%}, seed "
-            f"experiments {SPLIT['experiments']:.1%}; Bonferroni within each"
+            f"experiments {SPLIT['experiments']:.1%}; "
+            + (
+                "max-t within each, variances moderated across the comparisons"
+                if r.rules >= 2
+                else "Bonferroni within each"
+            )
             + ("; alpha spending over the looks" if r.design.sequential else "")
-            + ")"
+            + f"; rules {r.rules})"
         ),
         f"Margin: {r.margin_source}",
     ]
@@ -110,8 +115,8 @@ def header_lines(r: HostReport) -> list[str]:
         )
     lines.append(
         f"Smallest difference called faster or slower with 80 % power here: {pct(r.detectable)} "
-        "(a config with the median noise and rounds; after multiplicity, alpha spending and the "
-        "margin)"
+        "(a config with the median rounds, simulated from this session's noise; after "
+        "multiplicity, alpha spending and the margin)"
     )
     return lines
 
@@ -407,6 +412,7 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
                     "horizon": r.design.horizon,
                     "resolve": r.design.resolve,
                     "budget_s": r.design.budget_s,
+                    "rules": r.rules,
                 },
                 "stop": asdict(r.stop) if r.stop else None,
                 "baseline": r.baseline,

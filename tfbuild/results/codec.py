@@ -183,6 +183,7 @@ def _design(data: Mapping[str, Any]) -> Design:
         horizon=int(data["max_rounds"]),
         budget_s=data.get("budget_s"),
         resolve=data.get("resolve"),
+        decisions=int(data.get("decisions", 1)),
     )
 
 
@@ -366,6 +367,7 @@ def _design_json(design: Design) -> dict[str, Any]:
         "max_rounds": design.horizon,
         "budget_s": design.budget_s,
         "resolve": design.resolve,
+        "decisions": design.decisions,
     }
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from tfbuild.config.model import PipSettings
 from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import HostProfile
-from tfbuild.stats import look_schedule
+from tfbuild.stats import LOOK_GROWTH, look_schedule
 from tfbuild.store import Artifact
 
 SCHEMA = "tfbuild.results/2"
@@ -215,6 +215,15 @@ class Look:
     rounds_left: int | None = None
 
 
+DECISIONS = 2
+"""The rules a sequential session's looks are decided by, recorded with its design so that its
+looks replay exactly: 1, Bonferroni within each family, each comparison's own variance, Pocock
+spending for every comparison, looks about 35 % apart; 2, max-t levels for comparisons that
+share a config (Dunnett 1955; Hsu 1984), variances moderated across the comparisons of a look
+(Smyth 2004), Pocock spending for eliminations and t^2 for the intervals, looks about 20 %
+apart."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Design:
     """How a session chose its rounds: a fixed number, or sequentially with looks scheduled
@@ -228,6 +237,8 @@ class Design:
     horizon: int | None = None
     budget_s: float | None = None
     resolve: float | None = None
+    decisions: int = DECISIONS
+    """The version of the rules a sequential session's looks were decided by (see DECISIONS)."""
 
     @property
     def sequential(self) -> bool:
@@ -237,7 +248,7 @@ class Design:
     def schedule(self) -> tuple[int, ...]:
         if not self.sequential or self.horizon is None:
             return ()
-        return look_schedule(self.first, self.horizon)
+        return look_schedule(self.first, self.horizon, LOOK_GROWTH if self.decisions >= 2 else 1.35)
 
 
 FIXED = Design(kind="fixed")

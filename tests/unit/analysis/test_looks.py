@@ -19,12 +19,13 @@ SESSIONS = 200
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("configs", [4, 16])
+@pytest.mark.parametrize("configs", [4, 8, 16])
 @pytest.mark.parametrize("design", ["fixed", "sequential"])
 def test_no_false_claims_under_the_null(configs: int, design: str) -> None:
     """Every config replays processes of the same real build: in at most 5 % of 200 sessions
-    does the report claim anything faster or slower (verdicts overall and per benchmark, tier
-    cuts, eliminations at any look), with a fixed 10-round design and with adaptive stopping."""
+    does the report claim anything faster or slower (verdicts overall and per benchmark and
+    the A/A check), with a fixed 10-round design and with adaptive stopping (the default
+    matrix's looks from round 3)."""
     runs = pool()
     chosen = fixed(10) if design == "fixed" else SEQUENTIAL
     wrong = 0
@@ -92,3 +93,27 @@ def test_replay_notices_an_edited_elimination() -> None:
     edited = tuple(replace(look, eliminated=()) for look in doc.looks or ())
     assert edited != doc.looks
     assert report(replace(doc, looks=edited)).replay
+
+
+@pytest.mark.slow
+def test_the_detectable_difference_the_report_prints_is_found_with_its_power() -> None:
+    """The report prints the smallest difference it calls faster or slower with 80 % power.
+    On 200 sessions of 4 configs x 10 rounds where every config is the same build, take the
+    median of what their reports print; then in 200 sessions where one config is faster by
+    that much, and 200 where it is slower by as much, it is called so in 75-90 % of them
+    (either direction at least 70 %: the real processes' times are skewed by slow outliers,
+    which costs the slower side a little)."""
+    runs = pool()
+    printed = [
+        report(replay_session(4, fixed(10), seed, runs=runs)).detectable for seed in range(SESSIONS)
+    ]
+    d = statistics.median(printed)
+    assert 0.05 < d < 0.3, d
+    found = {"faster": 0, "slower": 0}
+    for seed in range(SESSIONS):
+        for verdict, factor, base in (("faster", 1 + d, 30_000), ("slower", 1 / (1 + d), 40_000)):
+            doc = replay_session(4, fixed(10), base + seed, {"c01:default": factor}, runs)
+            found[verdict] += report(doc).estimates[("c01:default", OVERALL)].verdict == verdict
+    rate = (found["faster"] + found["slower"]) / (2 * SESSIONS)
+    assert 0.75 <= rate <= 0.90, (d, found)
+    assert min(found.values()) >= 0.70 * SESSIONS, (d, found)

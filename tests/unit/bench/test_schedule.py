@@ -45,15 +45,15 @@ def test_the_budget_stops_the_session_and_says_so() -> None:
 
 
 def test_two_rounds_cut_by_the_budget_still_make_a_report(tmp_path: Path) -> None:
-    """A budget that ends the session after two rounds (df 1, levels near zero): intervals
-    reach beyond any printable ratio, the report says so instead of crashing, and claims
-    nothing."""
+    """A budget that ends the session after two rounds (df 1): intervals reach beyond any
+    printable ratio, the report says so instead of crashing, and claims nothing faster or
+    slower."""
     design = replace(SEQUENTIAL, budget_s=1.0)
     doc = replay_session(16, design, 8)
     assert doc.session.stop is not None
     assert len(doc.order or ()) == 2 and doc.session.stop.reason == "budget"
     r = report(doc)
-    assert not false_claims(r) and not r.out
+    assert not false_claims(r)
     path = write(tmp_path / "two.json", doc)
     proc = run_tfbuild("compare", str(path))
     assert proc.returncode == 0, proc.stderr

@@ -57,7 +57,7 @@ def test_default_matrix_has_the_promised_entries() -> None:
     assert (m.baseline.variant, m.baseline.tuning) == ("stock", "default")
     quick, full = m.suite.preset("quick"), m.suite.preset("full")
     assert (quick.budget_s, quick.resolve, quick.sequential) == (600.0, 0.10, True)
-    assert (full.budget_s, full.resolve, full.min_rounds, full.max_rounds) == (1200.0, 0.05, 5, 30)
+    assert (full.budget_s, full.resolve, full.min_rounds, full.max_rounds) == (1200.0, 0.05, 3, 30)
     assert v["mkl-avx2"].id == "tf2.21-py3.11-mkl-avx2"
 
 

@@ -1,0 +1,107 @@
+"""`tfbuild replay` as text and JSON: what today's decision rules would have done with a recorded
+sequential session, the answer first (where it would have stopped, and with how many processes),
+then its looks beside the recorded ones."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from tfbuild.analysis.replay import Replayed
+from tfbuild.results.model import DECISIONS, Look, Results
+
+
+def _pct(value: float) -> str:
+    return f"±{value:.1%}" if math.isfinite(value) and value < 10 else "±inf"
+
+
+def _stopped(results: Results) -> str:
+    stop = results.session.stop
+    if stop is None:
+        return "had not stopped"
+    return f"stopped after round {stop.round} ({stop.reason})"
+
+
+def summary(r: Replayed) -> dict[str, Any]:
+    """The numbers of one replay: recorded and replayed side by side."""
+
+    def side(results: Results, processes: int, seconds: float) -> dict[str, Any]:
+        looks = results.looks or ()
+        stop = results.session.stop
+        return {
+            "rules": results.design.decisions,
+            "schedule": list(results.design.schedule),
+            "stop": {"reason": stop.reason, "round": stop.round} if stop else None,
+            "processes": processes,
+            "benchmark_s": round(seconds, 1),
+            "resolution": looks[-1].resolution if looks else None,
+            "looks": [
+                {
+                    "round": look.round,
+                    "running": len(look.active),
+                    "put_out": [e.config for e in look.eliminated],
+                    "leading": list(look.leading),
+                    "resolution": look.resolution,
+                }
+                for look in looks
+            ],
+        }
+
+    recorded = r.recorded
+    return {
+        "session": recorded.id,
+        "recorded": side(recorded, len(recorded.runs), float(recorded.session.elapsed_s or 0.0)),
+        "replayed": {**side(r.replayed, r.processes, r.seconds), "not_recorded": r.missing},
+    }
+
+
+def _looks_table(looks: Sequence[Look]) -> list[str]:
+    rows = [("after round", "running", "put out", "leading", "resolution")]
+    for look in looks:
+        rows.append(
+            (
+                str(look.round),
+                str(len(look.active)),
+                str(len(look.eliminated)),
+                str(len(look.leading)),
+                _pct(look.resolution),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+
+
+def replay_text(path: str, r: Replayed) -> str:
+    """One replayed session as text, the answer first."""
+    recorded, replayed = r.recorded, r.replayed
+    before, after = len(recorded.runs), r.processes
+    change = (before - after) / before if before else 0.0
+    looks = replayed.looks or ()
+    old_looks = recorded.looks or ()
+    lines = [
+        f"{path}: under today's rules it would have {_stopped(replayed)} with {after} "
+        f"benchmark processes; the session {_stopped(recorded)} with {before} "
+        f"({abs(change):.0%} {'fewer' if change >= 0 else 'more'})",
+        f"Leading tier: {_pct(looks[-1].resolution) if looks else 'not looked at'} at the stop "
+        f"(recorded: {_pct(old_looks[-1].resolution) if old_looks else 'no look'}); "
+        f"{r.seconds / 60:.1f} min of the recorded processes' time "
+        f"(recorded: {(recorded.session.elapsed_s or 0) / 60:.1f} min)",
+    ]
+    if r.missing:
+        lines.append(
+            f"{r.missing} of these processes were not recorded (a config the session had put "
+            "out by then, or a round after it stopped): each is one of the config's recorded "
+            "processes, drawn at random"
+        )
+    lines += [
+        "",
+        f"Today's rules (version {DECISIONS}), looks after rounds "
+        f"{', '.join(str(n) for n in replayed.design.schedule)}:",
+        *_looks_table(looks),
+        "",
+        f"Recorded (rules version {recorded.design.decisions}), looks after rounds "
+        f"{', '.join(str(n) for n in recorded.design.schedule)}:",
+        *_looks_table(old_looks),
+    ]
+    return "\n".join(lines)
