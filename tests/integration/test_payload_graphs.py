@@ -1,0 +1,117 @@
+"""The payload traces its graph functions without autograph, which makes every benchmark process
+cheaper: checked here on real TensorFlow that each benchmark's traced graph (and every function
+in its library) is the same op for op as with autograph, so the work a suite version measures
+is unchanged."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tfbuild.bench.payload import BENCHMARKS
+from tfbuild.config.load import load_matrix
+from tfbuild.config.model import INHERIT_PIP
+from tfbuild.fetch import fetch
+from tfbuild.runtime.base import PAYLOAD
+from tfbuild.runtime.venv import LocalVenv
+from tfbuild.store import WheelStore
+
+pytestmark = [pytest.mark.tf, pytest.mark.slow]
+
+TF = "tensorflow-cpu==2.21.0"
+
+# Runs inside the TensorFlow venv: every benchmark built and traced twice, once by the
+# payload's own decorator and once by plain tf.function (autograph on); prints, per benchmark,
+# a description of each traced graph that names no node (names carry counters).
+SCRIPT = r"""
+import collections, importlib.util, json, sys
+import numpy as np
+import tensorflow as tf
+
+spec = importlib.util.spec_from_file_location("payload", sys.argv[1])
+payload = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(payload)
+own = payload._graph
+made = []
+
+
+def recorded(decorator):
+    def wrap(fn):
+        f = decorator(fn)
+        made.append(f)
+        return f
+    return wrap
+
+
+def shape(graph_def):
+    nodes = collections.Counter(
+        (n.op, len(n.input), tuple(sorted(k for k in n.attr if not k.startswith("_"))))
+        for n in graph_def.node
+    )
+    return sorted([list(k) + [v] for k, v in nodes.items()], key=repr)
+
+
+def describe(f):
+    (concrete,) = f._list_all_concrete_functions()
+    graph_def = concrete.graph.as_graph_def()
+    library = sorted(
+        (shape(tf.compat.v1.GraphDef(node=fn.node_def)) for fn in graph_def.library.function),
+        key=repr,
+    )
+    return {"graph": shape(graph_def), "library": library, "autograph": f._autograph}
+
+
+out = {}
+ways = {"payload": lambda tf: recorded(own(tf)), "autograph": lambda tf: recorded(tf.function)}
+for way, decorator in ways.items():
+    payload._graph = decorator
+    for name in payload.BENCHMARKS:
+        made.clear()
+        bench = payload.BUILDERS[name](np, tf)
+        bench.step()
+        bench.sync()
+        out.setdefault(name, {})[way] = [describe(f) for f in made]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def tf_python(tf_workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The interpreter of a local runtime of the real stock wheel (the store and runtime cache
+    the other TensorFlow tests share)."""
+    folder = tmp_path_factory.mktemp("graphs")
+    (folder / "matrix.yaml").write_text(
+        f"schema_version: 1\nvariants:\n  - {{name: stock, source: pypi, requirement: {TF}}}\n"
+    )
+    (variant,) = load_matrix(folder / "matrix.yaml").variants
+    artifact, _ = fetch(variant, WheelStore(tf_workspace / "wheels"), INHERIT_PIP)
+    venv = LocalVenv(artifact, tf_workspace / "cache", INHERIT_PIP)
+    venv.prepare()
+    return venv.interpreter
+
+
+def test_graphs_are_the_same_without_autograph(tf_python: Path) -> None:
+    proc = subprocess.run(
+        [str(tf_python), "-c", SCRIPT, str(PAYLOAD)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    graphs = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert list(graphs) == list(BENCHMARKS)
+    for name, ways in graphs.items():
+        mine, theirs = ways["payload"], ways["autograph"]
+        assert [f["autograph"] for f in mine] == [False], name
+        assert [f["autograph"] for f in theirs] == [True], name
+        assert [f["graph"] for f in mine] == [f["graph"] for f in theirs], name
+        assert [f["library"] for f in mine] == [f["library"] for f in theirs], name
+    # The GRU training steps are the graphs worth checking: hundreds of ops each, with the
+    # gradient's functions in the library (the scan's loop bodies among them).
+    sizes = {n: sum(c[-1] for c in ways["payload"][0]["graph"]) for n, ways in graphs.items()}
+    assert sizes["gru-static"] > 1000 and sizes["gru-keras"] > 100, sizes
+    assert graphs["gru-dynamic"]["payload"][0]["library"], "the scan's functions are missing"
