@@ -234,6 +234,21 @@ def trimmed(values: Sequence[float], trim: float = TRIM) -> Location:
     return Location(n, estimate, se, h - 1, sw / math.sqrt(winsor_factor(g / n)), h)
 
 
+def trimmed_along(x: np.ndarray, trim: float = TRIM) -> tuple[np.ndarray, np.ndarray, int]:
+    """trimmed() along the last axis, for many sets of values at once: the trimmed means, the
+    winsorized variances (what Location.spread is) and the values kept."""
+    n = x.shape[-1]
+    g = math.floor(trim * n)
+    h = n - 2 * g
+    if not g:  # nothing trimmed: no need to sort
+        return x.mean(axis=-1), x.var(axis=-1, ddof=1), h
+    xs = np.sort(x, axis=-1)
+    mean = xs[..., g : n - g].mean(axis=-1)
+    xs[..., :g] = xs[..., g : g + 1]
+    xs[..., n - g :] = xs[..., n - g - 1 : n - g]
+    return mean, xs.var(axis=-1, ddof=1), h
+
+
 # --------------------------------------------------------------------------------------------
 # Many comparisons at once: max-t levels and moderated variances
 
@@ -277,78 +292,144 @@ def maxt_level(
     return min(alpha, max(alpha / total, level))
 
 
-def digamma(x: float) -> float:
-    """psi(x) for x > 0 (recurrence up to 6, then the asymptotic series)."""
-    out = 0.0
-    while x < 6.0:
-        out -= 1.0 / x
-        x += 1.0
+def digamma(x: float | np.ndarray) -> np.ndarray:
+    """psi(x) for x > 0, elementwise (recurrence up to 6, then the asymptotic series)."""
+    x = np.array(x, dtype=float)
+    out = np.zeros_like(x)
+    for _ in range(6):
+        small = x < 6.0
+        out -= np.where(small, 1.0 / x, 0.0)
+        x = np.where(small, x + 1.0, x)
     f = 1.0 / (x * x)
-    return out + math.log(x) - 0.5 / x - f * (1 / 12 - f * (1 / 120 - f * (1 / 252 - f / 240)))
+    result: np.ndarray = (
+        out + np.log(x) - 0.5 / x - f * (1 / 12 - f * (1 / 120 - f * (1 / 252 - f / 240)))
+    )
+    return result
 
 
-def trigamma(x: float) -> float:
-    """psi'(x) for x > 0 (recurrence up to 6, then the asymptotic series)."""
-    out = 0.0
-    while x < 6.0:
-        out += 1.0 / (x * x)
-        x += 1.0
+def trigamma(x: float | np.ndarray) -> np.ndarray:
+    """psi'(x) for x > 0, elementwise (recurrence up to 6, then the asymptotic series)."""
+    x = np.array(x, dtype=float)
+    out = np.zeros_like(x)
+    for _ in range(6):
+        small = x < 6.0
+        out += np.where(small, 1.0 / (x * x), 0.0)
+        x = np.where(small, x + 1.0, x)
     f = 1.0 / (x * x)
-    return out + 1.0 / x + f / 2.0 + f / x * (1 / 6 - f * (1 / 30 - f * (1 / 42 - f / 30)))
+    result: np.ndarray = (
+        out + 1.0 / x + f / 2.0 + f / x * (1 / 6 - f * (1 / 30 - f * (1 / 42 - f / 30)))
+    )
+    return result
 
 
-def _trigamma_inverse(y: float) -> float:
-    lo, hi = 1e-8, 1e8
-    for _ in range(200):
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if trigamma(mid) > y else (lo, mid)
-        if hi / lo < 1.0 + 1e-12:
+def tetragamma(x: float | np.ndarray) -> np.ndarray:
+    """psi''(x) for x > 0, elementwise (recurrence up to 6, then the asymptotic series)."""
+    x = np.array(x, dtype=float)
+    out = np.zeros_like(x)
+    for _ in range(6):
+        small = x < 6.0
+        out -= np.where(small, 2.0 / (x * x * x), 0.0)
+        x = np.where(small, x + 1.0, x)
+    f = 1.0 / (x * x)
+    result: np.ndarray = out - f * (
+        1.0 + 1.0 / x + f * (0.5 - f * (1 / 6 - f * (1 / 6 - f * (3 / 10 - f * 5 / 6))))
+    )
+    return result
+
+
+def trigamma_inverse(y: np.ndarray) -> np.ndarray:
+    """The x > 0 with trigamma(x) = y, elementwise: Newton's method from 1/2 + 1/y, as limma's
+    trigammaInverse (Smyth 2004), which converges in a few steps from that start."""
+    y = np.asarray(y, dtype=float)
+    x = 0.5 + 1.0 / y
+    for _ in range(50):
+        tri = trigamma(x)
+        step = tri * (1.0 - tri / y) / tetragamma(x)
+        x = x + step
+        if np.all(-step / x < 1e-12):
             break
-    return math.sqrt(lo * hi)
+    result: np.ndarray = np.where(y > 1e7, 1.0 / np.sqrt(y), np.where(y < 1e-6, 1.0 / y, x))
+    return result
+
+
+CAUTIOUS, POINT, GENEROUS = 1, 0, -1
+"""Where the spread of the log variances is taken: two standard errors above its estimate
+(differences between the true variances that so few estimates cannot rule out count against
+pooling: the decision rules), at it, or two below (only differences the estimates show count
+against it: the forecasts, where a tier's noisiest-looking member would decide)."""
+
+
+def caution(k: int, bound: int = CAUTIOUS) -> float:
+    """The factor on the spread of k log variances at `bound` (a variance from k values has a
+    standard error of sqrt(2 / (k - 1)) of itself); never below 0."""
+    return max(0.0, 1.0 + bound * 2.0 * math.sqrt(2.0 / (k - 1)))
+
+
+def prior_of(
+    variances: np.ndarray, dfs: np.ndarray, bound: int = CAUTIOUS, capped: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical Bayes prior (s0^2, d0) of variance estimates along the last axis, each
+    with its degrees of freedom (`dfs`, broadcast against them), for every leading index at
+    once (Smyth 2004, limma, section 6.2: moments of the log variances), the spread of the log
+    variances taken at `bound`. d0 never exceeds the degrees of freedom of all the estimates
+    together (`capped`; else it is infinite when the variances differ no more than sampling
+    explains). At least three estimates, all positive."""
+    k = variances.shape[-1]
+    dfs = np.broadcast_to(np.asarray(dfs, dtype=float), variances.shape)
+    e = np.log(variances) - digamma(dfs / 2.0) + np.log(dfs / 2.0)
+    spread = e.var(axis=-1, ddof=1) * caution(k, bound)
+    excess = spread - trigamma(dfs / 2.0).mean(axis=-1)
+    d0 = np.full(excess.shape, math.inf)
+    positive = excess > 0
+    if positive.any():
+        d0[positive] = 2.0 * trigamma_inverse(excess[positive])
+    if capped:
+        d0 = np.minimum(d0, dfs.sum(axis=-1))
+    half = np.where(np.isfinite(d0), d0, 2.0) / 2.0  # psi(x) - ln(x) -> 0 as x -> inf
+    s2 = np.exp(e.mean(axis=-1) + np.where(np.isfinite(d0), digamma(half) - np.log(half), 0.0))
+    return s2, d0
+
+
+def pool(
+    variance: np.ndarray, df: np.ndarray, s2: float | np.ndarray, d0: float | np.ndarray
+) -> np.ndarray:
+    """A variance moderated towards the prior: (d0 s0^2 + d s^2) / (d0 + d), with d0 + d
+    degrees of freedom, and never below its own s^2 (a noisy comparison is not made to look
+    quieter than it is)."""
+    result: np.ndarray = np.maximum(variance, (d0 * s2 + df * variance) / (d0 + df))
+    return result
 
 
 @dataclass(frozen=True)
 class Prior:
     """What comparisons made together say about any one's variance: a typical variance s2 worth
-    df degrees of freedom (infinite when their variances differ no more than sampling explains,
-    0 when there is nothing to pool)."""
+    df degrees of freedom (0 when there is nothing to pool)."""
 
     s2: float
     df: float
 
 
 def variance_prior(
-    variances: Sequence[float], dfs: Sequence[float], cautious: bool = True
+    variances: Sequence[float], dfs: Sequence[float], bound: int = CAUTIOUS, capped: bool = True
 ) -> Prior:
-    """Empirical Bayes prior of a set of variance estimates, each with its degrees of freedom
-    (Smyth 2004, limma, section 6.2: moments of the log variances), made cautious: the spread
-    of the log variances is taken at an upper bound (two standard errors above its estimate),
-    so that differences between the true variances that so few estimates cannot rule out count
-    against pooling (without `cautious`, the point estimate). Its df never exceeds the degrees
-    of freedom of all the estimates together."""
+    """prior_of for one set of comparisons: estimates that are not positive and finite, or have
+    less than one degree of freedom, are left out; fewer than three left give nothing to pool."""
     pairs = [
         (v, d) for v, d in zip(variances, dfs, strict=True) if v > 0 and math.isfinite(v) and d >= 1
     ]
     if len(pairs) < 3:
         return Prior(math.nan, 0.0)
-    e = [math.log(v) - digamma(d / 2.0) + math.log(d / 2.0) for v, d in pairs]
-    mean = statistics.fmean(e)
-    spread = statistics.variance(e) * (1.0 + 2.0 * math.sqrt(2.0 / (len(e) - 1)) * cautious)
-    excess = spread - statistics.fmean(trigamma(d / 2.0) for _, d in pairs)
-    df = 2.0 * _trigamma_inverse(excess) if excess > 0 else math.inf
-    df = min(df, float(sum(d for _, d in pairs)))
-    s2 = math.exp(mean + digamma(df / 2.0) - math.log(df / 2.0))
-    return Prior(s2, df)
+    found = np.array([v for v, _ in pairs]), np.array([d for _, d in pairs])
+    s2, d0 = prior_of(*found, bound, capped)
+    return Prior(float(s2), float(d0))
 
 
 def moderated(locations: Sequence[Location]) -> list[Location]:
     """Locations made together, each with its variance moderated towards what they share
-    (Smyth 2004): spread (d0 s0^2 + d s^2) / (d0 + d), never below its own s^2, with d0 + d
-    degrees of freedom; so comparisons from few rounds borrow the precision of the others,
-    and a noisier one is not made to look quieter than it is. As with any empirical Bayes
-    pooling the level holds on average over the comparisons: with true sds three times apart
-    and four values each, the noisiest misses in 6-7 % instead of 5 %. Locations without a
-    finite spread are returned as they are."""
+    (Smyth 2004, stats.pool), so comparisons from few rounds borrow the precision of the
+    others. As with any empirical Bayes pooling the level holds on average over the
+    comparisons: with true sds three times apart and four values each, the noisiest misses in
+    6-7 % instead of 5 %. Locations without a finite spread are returned as they are."""
     prior = variance_prior([x.spread for x in locations], [x.df for x in locations])
     if prior.df <= 0.0:
         return list(locations)
@@ -357,9 +438,7 @@ def moderated(locations: Sequence[Location]) -> list[Location]:
         if not (x.kept and math.isfinite(x.spread) and x.df >= 1):
             out.append(x)
             continue
-        spread = max(x.spread, (prior.df * prior.s2 + x.df * x.spread) / (prior.df + x.df))
-        if not math.isfinite(prior.df):
-            spread = max(x.spread, prior.s2)
+        spread = float(pool(np.array(x.spread), np.array(x.df), prior.s2, prior.df))
         se = math.sqrt(spread * x.n) / x.kept
         out.append(replace(x, se=se, df=prior.df + x.df, sd=x.sd * se / x.se if x.se else x.sd))
     return out
@@ -477,93 +556,3 @@ def sequential_levels(
         levels.append(float(sides * _norm_sf(np.array([bound / root]))[0]))
         previous = n
     return tuple(levels)
-
-
-# --------------------------------------------------------------------------------------------
-# Planning
-
-
-def power_beyond(
-    effect: float,
-    se: float,
-    df: float,
-    level: float,
-    margin: float = 0.0,
-    margin_se: float = 0.0,
-) -> float:
-    """Probability that an interval at two-sided `level` (t with `df`, standard error
-    estimated) lies wholly beyond `margin` when the true difference is `effect`: the mean of
-    Phi((effect - margin - c * S * se) / sqrt(se^2 + margin_se^2)) over S^2 ~ chi^2_df / df
-    (Wilson-Hilferty), c the t quantile, margin_se the noise of a margin that is itself
-    estimated. Exact up to the integration for normal data."""
-    if not math.isfinite(se) or se <= 0.0 or df < 1 or level <= 0.0:
-        return 0.0
-    c = t_ppf(1.0 - level / 2.0, df)
-    if df > 1e7:
-        scale = np.ones_like(_Z)
-    else:
-        k = 2.0 / (9.0 * df)
-        scale = np.sqrt(np.maximum(0.0, 1.0 - k + _Z * math.sqrt(k)) ** 3)
-    shift = (effect - margin - c * scale * se) / math.sqrt(se * se + margin_se * margin_se)
-    return float(np.sum(_PHI * (1.0 - _norm_sf(shift))))
-
-
-def shift_for_power(
-    se: float,
-    df: float,
-    level: float,
-    margin: float = 0.0,
-    power: float = 0.8,
-    margin_se: float = 0.0,
-) -> float:
-    """Smallest true difference (log scale) whose interval lies wholly beyond `margin` with
-    probability `power` (power_beyond)."""
-    if not math.isfinite(se) or df < 1 or level <= 0.0:
-        return math.inf
-    lo, hi = margin, margin + 1.0
-    while power_beyond(hi, se, df, level, margin, margin_se) < power:
-        hi = margin + 2.0 * (hi - margin)
-        if hi > 1e6:
-            return math.inf
-    for _ in range(100):
-        mid = (lo + hi) / 2.0
-        lo, hi = (
-            (mid, hi) if power_beyond(mid, se, df, level, margin, margin_se) < power else (lo, mid)
-        )
-        if hi - lo < 1e-9:
-            break
-    return hi
-
-
-def detectable(sd: float, n: int, level: float, margin: float = 0.0, power: float = 0.8) -> float:
-    """Smallest true difference (log scale) whose interval from n rounds of a mean with
-    per-round sd `sd` lies wholly beyond `margin` with probability `power`, when the interval
-    is drawn at two-sided `level`."""
-    if n < 2 or not math.isfinite(sd):
-        return math.inf
-    return shift_for_power(sd / math.sqrt(n), n - 1, level, margin, power)
-
-
-def rounds_for(
-    effect: float,
-    sd: float,
-    alpha: float,
-    first: int,
-    horizon: int | None,
-    margin: float = 0.0,
-    power: float = 0.8,
-    most: int = 1000,
-) -> int | None:
-    """Fewest rounds at which a true difference `effect` (log scale) is shown beyond `margin`
-    with probability `power`: in a fixed design (horizon None) any n from `first` on, judged
-    at alpha; in a sequential one the scheduled looks, each at its spending level. None if
-    nothing up to the horizon (or `most`) will do."""
-    if horizon is None:
-        candidates = [(n, alpha) for n in range(max(2, first), most + 1)]
-    else:
-        looks = look_schedule(first, horizon)
-        candidates = list(zip(looks, sequential_levels(alpha, looks, horizon), strict=True))
-    for n, level in candidates:
-        if detectable(sd, n, level, margin, power) <= effect:
-            return n
-    return None

@@ -9,6 +9,14 @@ def printable(value: object) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
 
 
+def half_width(value: float | None) -> str:
+    """How far an interval reaches, as a fraction of its estimate: "±4.9%"; beyond 1000 % (an
+    interval from very few rounds) it says only that."""
+    if value is None:
+        return "none"
+    return f"±{value:.1%}" if value <= 10.0 else "±>1000%"
+
+
 def first_line(exc: BaseException) -> str:
     """An exception's message, first line only, for a one-line error."""
     text = str(exc).strip() or type(exc).__name__

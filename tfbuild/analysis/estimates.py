@@ -268,65 +268,6 @@ def resolution(lead: Iterable[str], estimates: Mapping[str, Estimate]) -> float:
     return max(widths, default=0.0)
 
 
-def _reaches(e: Estimate, n: int, level: float, target: float) -> bool:
-    """Whether the interval of `e`, at two-sided `level` after n rounds instead of e.rounds,
-    reaches ±target, its standard error shrinking as 1/sqrt(n) and its df growing with it."""
-    if not (math.isfinite(e.se) and math.isfinite(e.df)) or n < 2:
-        return False
-    df = e.df + n - e.rounds
-    if df < 1:
-        return False
-    half = stats.t_ppf(1.0 - level / 2.0, df) * e.se * math.sqrt(e.rounds / n)
-    return stats.expm1(half) <= target
-
-
-def fixed_rounds_for(
-    setup: Setup, estimates: Mapping[str, Estimate], lead: Iterable[str], target: float
-) -> int | None:
-    """Fewest rounds a fixed design (one look at the full level) needs for every leading
-    config's interval to reach ±target, with each config's noise as measured."""
-    alpha = setup.against_baseline(SPLIT["ranking"])
-    most = 2
-    for config in lead:
-        e = estimates.get(config)
-        if e is None or not math.isfinite(e.se):
-            continue
-        for n in range(2, 10_000):
-            if _reaches(e, n, alpha, target):
-                most = max(most, n)
-                break
-        else:
-            return None
-    return most
-
-
-def rounds_to_resolve(
-    setup: Setup, estimates: Mapping[str, Estimate], lead: Iterable[str], target: float
-) -> int | None:
-    """Rounds until every leading config's interval reaches ±target at a scheduled look, if its
-    noise stays what it is (the planner behind the ETA); None if not by the horizon."""
-    alpha = setup.against_baseline(SPLIT["ranking"])
-    schedule = setup.design.schedule
-    if not schedule or setup.design.horizon is None:
-        return None
-    now = setup.timeline.last
-    most = 0
-    for config in lead:
-        e = estimates.get(config)
-        if e is None or not math.isfinite(e.se):
-            continue
-        for k, look in enumerate(schedule):
-            if look <= now:
-                continue
-            planned = Timeline(schedule[: k + 1], setup.design.horizon, rules=setup.rules)
-            if _reaches(e, e.rounds + look - now, planned.level(alpha, look), target):
-                most = max(most, look - now)
-                break
-        else:
-            return None
-    return most
-
-
 def noise_margin(
     setup: Setup, logs: Rounds, benchmarks: Sequence[str], upto: int | None = None
 ) -> float:

@@ -17,8 +17,8 @@ from tfbuild.analysis.estimates import (
     out_claims,
     ranking_estimates,
     resolution,
-    rounds_to_resolve,
 )
+from tfbuild.analysis.power import rounds_left
 from tfbuild.analysis.rounds import Rounds
 from tfbuild.analysis.sessions import Timeline
 from tfbuild.results import model
@@ -101,7 +101,7 @@ class SequentialLooks:
         lead = [c for c in look.leading if c != baseline and c not in gone]
         left: int | None = None
         if design.resolve is not None and look.resolution > design.resolve:
-            left = rounds_to_resolve(setup, look.estimates, lead, design.resolve)
+            left = rounds_left(setup, self.rounds, lead, design.resolve)
         return model.Look(
             round=round_,
             elapsed_s=round(elapsed, 1),

@@ -1,25 +1,41 @@
-"""The smallest difference a session calls faster or slower with 80 % power, by simulation from
-the session's own noise: the whole decision procedure (trimmed means, variances moderated
-across the configs with the cautious prior, the never-below-its-own rule, t quantiles at the
-moderated df, a margin that is itself estimated from the A/A control) run on thousands of
-simulated sessions shaped like this one, each config's noise drawn from the spread of noise the
-session's configs show (Smyth's model with the session's own prior). No closed form covers all
-of that; the tests check the result against sessions replayed from real processes."""
+"""What a session can tell, by simulation from its own data: the smallest difference it calls
+faster or slower with 80 % power, the rounds until its leading tier is resolved (the ETA of a
+running session), and the rounds a fixed design would have needed. Each runs the decision
+procedure itself (trimmed means, variances moderated across the configs with the cautious
+prior, the never-below-its-own rule, t quantiles at the moderated df, the level of the look)
+on hundreds or thousands of sessions shaped like this one; no closed form covers all of that.
+The detectable difference draws the configs' noise from the spread of noise the session's
+configs show (Smyth's model with the session's own prior); the planners draw a session's next
+rounds at its leaders' variances (moderated towards what its configs share) with the shape of
+its own residuals, and a session that goes on keeps the rounds it has. The tests check each
+figure against sessions replayed from real processes."""
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from tfbuild import stats
 from tfbuild.analysis.estimates import SPLIT, Estimate, Setup, ranking_locations
-from tfbuild.analysis.rounds import Rounds
+from tfbuild.analysis.rounds import Rounds, differences
+from tfbuild.analysis.sessions import Timeline
 
 DRAWS = 4000
+PLAN_DRAWS = 500
 POWER = 0.8
+RESOLVED = 0.5
+"""The planners give the rounds by which half of the sessions like this one are resolved."""
+SHAPED = 30
+"""Residuals a session needs before its own shape is drawn from (normal before)."""
+SMOOTH = 0.25
+"""Bandwidth of the normal noise added to each residual drawn (a smoothed bootstrap)."""
+MOST_ROUNDS = 512
+"""The longest fixed design the planner looks at."""
 
 
 @dataclass(frozen=True)
@@ -36,85 +52,68 @@ class Noise:
     aa_sd: float | None
     """Robust sd of the A/A's per-round log ratio (None: the margin is fixed)."""
 
-
-def _digamma(x: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(x)
-    x = x.copy()
-    for _ in range(6):
-        small = x < 6.0
-        out -= np.where(small, 1.0 / x, 0.0)
-        x = np.where(small, x + 1.0, x)
-    f = 1.0 / (x * x)
-    series = f * (1 / 12 - f * (1 / 120 - f * (1 / 252 - f / 240)))
-    result: np.ndarray = out + np.log(x) - 0.5 / x - series
-    return result
+    @property
+    def variance(self) -> float:
+        """The typical variance of one round's log ratio (s2 made consistent for normal
+        data at the session's rounds)."""
+        return self.s2 / stats.winsor_factor(math.floor(stats.TRIM * self.rounds) / self.rounds)
 
 
-def _trigamma(x: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(x)
-    x = x.copy()
-    for _ in range(6):
-        small = x < 6.0
-        out += np.where(small, 1.0 / (x * x), 0.0)
-        x = np.where(small, x + 1.0, x)
-    f = 1.0 / (x * x)
-    result: np.ndarray = (
-        out + 1.0 / x + f / 2.0 + f / x * (1 / 6 - f * (1 / 30 - f * (1 / 42 - f / 30)))
-    )
-    return result
+@dataclass(frozen=True)
+class Forecast:
+    """What the planners draw a session's next rounds from: its configs' per-round variances
+    (their prior: a typical variance s2 worth df, infinite when they are alike), and the shape
+    of their residuals (every compared config's rounds about its own mean, at unit variance,
+    pooled), which carries the session's own tails: a slow process now and then, that trimming
+    takes out once a config has ten rounds, is as likely in the rounds to come."""
+
+    configs: int
+    rounds: int
+    s2: float
+    df: float
+    shape: tuple[float, ...]
 
 
-def _trigamma_inverse(y: np.ndarray) -> np.ndarray:
-    lo, hi = np.full_like(y, 1e-8), np.full_like(y, 1e8)
-    for _ in range(80):
-        mid = np.sqrt(lo * hi)
-        above = _trigamma(mid) > y
-        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-    result: np.ndarray = np.sqrt(lo * hi)
-    return result
+@dataclass(frozen=True)
+class Leader:
+    """A config whose interval is to reach the target: the variance of one round's log ratio
+    and the degrees of freedom it is known with, and its per-round values so far when the
+    session goes on (none for a new session)."""
+
+    variance: float
+    df: float
+    values: tuple[float, ...] = ()
 
 
-def _trimmed(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Along the last axis: Yuen's trimmed mean, winsorized variance, and values kept."""
-    n = x.shape[-1]
-    xs = np.sort(x, axis=-1)
-    g = math.floor(stats.TRIM * n)
-    h = n - 2 * g
-    mean = xs[..., g : n - g].mean(axis=-1)
-    if g:
-        xs[..., :g] = xs[..., g : g + 1]
-        xs[..., n - g :] = xs[..., n - g - 1 : n - g]
-    return mean, xs.var(axis=-1, ddof=1), h
+def _variances(
+    rng: np.random.Generator, variance: float, df: float, shape: tuple[int, ...]
+) -> np.ndarray:
+    """True variances as the data leave them: scaled inverse chi-square with `df` around
+    `variance` (all equal to it for infinite df)."""
+    if math.isfinite(df):
+        drawn: np.ndarray = variance * df / rng.chisquare(df, shape)
+        return drawn
+    return np.full(shape, variance)
 
 
-def _moderated(spread: np.ndarray, df: int) -> tuple[np.ndarray, np.ndarray]:
+def _moderated(spread: np.ndarray, dfs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """stats.moderated along the last axis (configs), for every simulated session at once."""
-    k = spread.shape[-1]
-    e = np.log(spread) - stats.digamma(df / 2.0) + math.log(df / 2.0)
-    widen = 1.0 + 2.0 * math.sqrt(2.0 / (k - 1))
-    excess = e.var(axis=-1, ddof=1) * widen - stats.trigamma(df / 2.0)
-    d0 = np.full(excess.shape, math.inf)
-    positive = excess > 0
-    if positive.any():
-        d0[positive] = 2.0 * _trigamma_inverse(excess[positive])
-    d0 = np.minimum(d0, float(k * df))
-    finite = np.isfinite(d0)
-    half = np.where(finite, d0, 1.0) / 2.0
-    s2 = np.exp(e.mean(axis=-1) + np.where(finite, _digamma(half) - np.log(half), 0.0))
-    pooled = np.where(
-        finite[..., None],
-        (np.where(finite, d0, 0.0)[..., None] * s2[..., None] + df * spread)
-        / (np.where(finite, d0, 0.0)[..., None] + df),
-        s2[..., None],
-    )
-    return np.maximum(spread, pooled), d0 + df
+    s2, d0 = stats.prior_of(spread, dfs)
+    return stats.pool(spread, dfs, s2[..., None], d0[..., None]), d0[..., None] + dfs
+
+
+_DF_GRID = np.concatenate([np.geomspace(1.0, 2000.0, 48), [1e8]])
+
+
+@functools.lru_cache(maxsize=256)
+def _t_grid(q: float) -> np.ndarray:
+    return np.array([stats.t_ppf(q, float(d)) for d in _DF_GRID[::-1]])
 
 
 def _t_quantile(q: float, df: np.ndarray) -> np.ndarray:
     """t quantiles for many df, interpolated in 1/df between exact ones."""
-    grid = np.concatenate([np.geomspace(1.0, 2000.0, 48), [1e8]])
-    values = np.array([stats.t_ppf(q, float(d)) for d in grid])
-    result: np.ndarray = np.interp(1.0 / np.minimum(df, 1e8), (1.0 / grid)[::-1], values[::-1])
+    inverse = 1.0 / np.minimum(df, 1e8)
+    result: np.ndarray = np.interp(inverse, 1.0 / _DF_GRID[::-1], _t_grid(q))
     return result
 
 
@@ -127,39 +126,141 @@ def detectable_shift(noise: Noise, level: float, margin: float, seed: int = 0) -
     if n < 2 or level <= 0.0 or not (noise.s2 > 0 and math.isfinite(noise.s2)):
         return math.inf
     rng = np.random.default_rng(seed)
-    g = math.floor(stats.TRIM * n)
-    typical = noise.s2 / stats.winsor_factor(g / n)
-    if math.isfinite(noise.df):
-        variance = typical * noise.df / rng.chisquare(noise.df, (DRAWS, k))
-    else:
-        variance = np.full((DRAWS, k), typical)
+    variance = _variances(rng, noise.variance, noise.df, (DRAWS, k))
     draws = rng.standard_normal((DRAWS, k, n)) * np.sqrt(variance)[..., None]
-    mean, spread, h = _trimmed(draws)
+    mean, spread, h = stats.trimmed_along(draws)
     if h < 2:
         return math.inf
-    pooled, df = _moderated(spread, h - 1)
+    pooled, df = _moderated(spread, np.full(k, h - 1.0))
     se = np.sqrt(pooled[:, 0] * n) / h
-    critical = _t_quantile(1.0 - level / 2.0, df)
+    critical = _t_quantile(1.0 - level / 2.0, df[:, 0])
     margins = np.full(DRAWS, margin)
     if noise.aa_sd is not None and math.isfinite(noise.aa_sd):
         aa = rng.standard_normal((DRAWS, n)) * noise.aa_sd
-        _, aa_spread, _ = _trimmed(aa)
+        _, aa_spread, _ = stats.trimmed_along(aa)
+        g = math.floor(stats.TRIM * n)
         robust = np.sqrt(aa_spread / stats.winsor_factor(g / n))
         margins = np.maximum(margin, np.expm1(robust / math.sqrt(2.0)))
     needed = np.log1p(margins) + critical * se - mean[:, 0]
     return float(np.quantile(needed, POWER))
 
 
+def resolved(
+    forecast: Forecast,
+    leaders: Sequence[Leader],
+    looks: Sequence[tuple[int, float]],
+    target: float,
+    seed: int = 0,
+    draws: int = PLAN_DRAWS,
+) -> Iterator[np.ndarray]:
+    """For each of `looks` (`more` rounds from now, its two-sided level), over simulated
+    sessions: whether every leader's interval reaches ±target there. A leader keeps its rounds
+    so far; its new ones, drawn once for all the looks of a session, are the forecast's
+    residuals drawn with replacement (normal draws while it has too few), at the leader's
+    variance. The other configs of the session, whose variances moderate with the leaders',
+    are drawn the same way at variances drawn from the prior: with the rounds the session gave
+    them (a session that goes on: they were put out), or with `more` rounds too (a new
+    session). Yields each look's result in turn, so a caller can stop early."""
+    if not leaders:
+        yield from (np.ones(draws, dtype=bool) for _ in looks)
+        return
+    if not looks:
+        return
+    rng = np.random.default_rng(seed)
+    shape = np.asarray(forecast.shape) if forecast.shape else None
+
+    def new_rounds(variance: np.ndarray, n: int) -> np.ndarray:
+        noise = rng.standard_normal((*variance.shape, n))
+        if shape is not None:  # smoothed: two draws of one residual still differ
+            noise = (rng.choice(shape, noise.shape) + SMOOTH * noise) / math.hypot(1.0, SMOOTH)
+        drawn: np.ndarray = noise * np.sqrt(variance)[..., None]
+        return drawn
+
+    most = max(more for more, _ in looks)
+    going_on = any(leader.values for leader in leaders)
+    series = []
+    for leader in leaders:
+        observed = np.asarray(leader.values, dtype=float)
+        center = stats.trimmed(leader.values).estimate if observed.size else 0.0
+        new = center + new_rounds(_variances(rng, leader.variance, leader.df, (draws,)), most)
+        series.append(np.concatenate([np.broadcast_to(observed, (draws, observed.size)), new], 1))
+    others = max(0, max(3, forecast.configs) - len(leaders))
+    variance = _variances(rng, forecast.s2, forecast.df, (draws, others))
+    rest = new_rounds(variance, forecast.rounds if going_on else most)
+    for more, level in looks:
+        columns = [values[:, : values.shape[1] - most + more] for values in series]
+        if level <= 0.0 or min(c.shape[1] for c in columns) < 2:
+            yield np.zeros(draws, dtype=bool)
+            continue
+        spreads, dfs, sizes = [], [], []
+        for n in sorted({c.shape[1] for c in columns}):  # leaders of one length at once
+            same = np.stack([c for c in columns if c.shape[1] == n], axis=1)
+            _, spread, h = stats.trimmed_along(same)
+            spreads.append(spread)
+            dfs += [h - 1.0] * same.shape[1]
+            sizes += [(n, h)] * same.shape[1]
+        if others > 0:
+            _, spread, h = stats.trimmed_along(rest if going_on else rest[..., :more])
+            spreads.append(spread)
+            dfs += [h - 1.0] * others
+        pooled, df = _moderated(np.concatenate(spreads, axis=1), np.array(dfs))
+        n_, h_ = (np.array(x, dtype=float) for x in zip(*sizes, strict=True))
+        leads = len(sizes)
+        se = np.sqrt(pooled[:, :leads] * n_) / h_
+        ok = np.expm1(_t_quantile(1.0 - level / 2.0, df[:, :leads]) * se) <= target
+        yield ok.all(axis=1)
+
+
+def rounds_to_resolve(
+    forecast: Forecast,
+    leaders: Sequence[Leader],
+    target: float,
+    looks: Sequence[tuple[int, float]],
+) -> int | None:
+    """The median stop of the sessions like this one that go on: of `looks` (rounds from now,
+    the level there), the first by which at least half of them have stopped on every leader's
+    interval within ±target (a session stops at the first look that finds it so); None if
+    fewer than half have by the last."""
+    stopped = None
+    for (more, _), now in zip(looks, resolved(forecast, leaders, looks, target), strict=True):
+        stopped = now if stopped is None else stopped | now
+        if float(stopped.mean()) >= RESOLVED:
+            return more
+    return None
+
+
+def fixed_rounds(
+    forecast: Forecast, leaders: Sequence[Leader], target: float, level: float
+) -> int | None:
+    """The fewest rounds a fixed design (every config every round, one look at `level`) needs
+    for at least half of the sessions like this one to have every leader's interval within
+    ±target; None beyond MOST_ROUNDS."""
+
+    def enough(n: int) -> bool:
+        (share,) = (float(r.mean()) for r in resolved(forecast, leaders, [(n, level)], target))
+        return share >= RESOLVED
+
+    lo, hi = 1, 2
+    while not enough(hi):
+        if hi >= MOST_ROUNDS:
+            return None
+        lo, hi = hi, min(MOST_ROUNDS, 2 * hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi
+
+
 def session_noise(
     setup: Setup, logs: Rounds, aa: Estimate | None, given_margin: bool
 ) -> tuple[Noise, float] | None:
-    """What the detectable difference is simulated from: the noise of the configs'
-    comparisons with the baseline (the variance prior's point estimate) and of the A/A
-    control, and the level of the last look."""
+    """What the simulations draw from: the noise of the configs' comparisons with the baseline
+    (the variance prior's point estimate) and of the A/A control, and the level of the last
+    look."""
     raw = [x for x in ranking_locations(setup, logs).values() if x.n >= 2]
     if not raw:
         return None
-    prior = stats.variance_prior([x.spread for x in raw], [x.df for x in raw], cautious=False)
+    prior = stats.variance_prior([x.spread for x in raw], [x.df for x in raw], stats.POINT)
     if prior.df <= 0.0:  # too few configs to pool: their own mean variance, as alike
         spreads = [x.spread for x in raw if math.isfinite(x.spread)]
         prior = stats.Prior(statistics.fmean(spreads), math.inf) if spreads else prior
@@ -172,3 +273,89 @@ def session_noise(
     )
     level = setup.timeline.level(setup.against_baseline(SPLIT["ranking"]), setup.timeline.last)
     return noise, level
+
+
+def forecast_of(
+    setup: Setup, logs: Rounds, lead: Iterable[str], going_on: bool, bound: int
+) -> tuple[Forecast, list[Leader]] | None:
+    """What the planners draw from, and the leading configs as they take them. The variances
+    are the rounds' sample variances (the shape carries the tails). A leader's new rounds are
+    drawn at its variance moderated as limma's posterior, (d0 s0^2 + d s^2) / (d0 + d), without
+    the decision rules' guards and with d0 not capped: where the configs' variances differ no
+    more than sampling explains (d0 infinite) every leader is drawn at the session's typical
+    variance, where they differ a leader with many rounds at about its own. `bound` says where
+    the spread of the log variances is taken: a running session's forecast takes it generously
+    (stats.GENEROUS), because its leaders' estimates come from few rounds and a tier's forecast
+    is decided by its noisiest-looking member (at the point estimate, forecasts came late on
+    replayed sessions); the figure made when a session is over, whose leaders ran its most
+    rounds, at the point estimate."""
+    rounds = {}
+    for config in setup.compared:
+        benches = setup.measured.get(config) or setup.benchmarks
+        d = differences(logs, config, setup.reference, benches, setup.look_of(config))
+        if len(d) >= 2:
+            rounds[config] = np.array(d)
+    if not rounds:
+        return None
+    variances = {c: float(d.var(ddof=1)) for c, d in rounds.items()}
+    prior = stats.variance_prior(
+        list(variances.values()),
+        [d.size - 1.0 for d in rounds.values()],
+        bound,
+        capped=False,
+    )
+    if prior.df <= 0.0:  # too few configs to pool: their mean variance, as alike
+        prior = stats.Prior(statistics.fmean(variances.values()), math.inf)
+    residuals = np.concatenate(
+        [(d - d.mean()) * math.sqrt(d.size / (d.size - 1.0)) for d in rounds.values()]
+    )
+    scale = math.sqrt(float(np.mean(residuals**2)))
+    shaped = residuals.size >= SHAPED and scale > 0
+    forecast = Forecast(
+        configs=len(rounds),
+        rounds=int(statistics.median(d.size for d in rounds.values())),
+        s2=prior.s2,
+        df=prior.df,
+        shape=tuple(float(r) for r in residuals / scale) if shaped else (),
+    )
+
+    def variance(config: str) -> float:
+        if not math.isfinite(prior.df):
+            return prior.s2
+        d = rounds[config].size - 1.0
+        return (prior.df * prior.s2 + d * variances[config]) / (prior.df + d)
+
+    leaders = [
+        Leader(variance(c), math.inf, tuple(float(x) for x in rounds[c]) if going_on else ())
+        for c in lead
+        if c in rounds
+    ]
+    return forecast, leaders
+
+
+def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) -> int | None:
+    """More rounds until the leading tier is resolved to ±target, the median over the
+    sessions like this one going on (the planner behind a running session's ETA); None if
+    fewer than half are by the horizon."""
+    schedule, horizon = setup.design.schedule, setup.design.horizon
+    found = forecast_of(setup, logs, lead, going_on=True, bound=stats.GENEROUS)
+    if not schedule or horizon is None or found is None or not found[1]:
+        return None
+    alpha = setup.against_baseline(SPLIT["ranking"])
+    now = setup.timeline.last
+    looks = [
+        (look - now, Timeline(schedule[: k + 1], horizon, rules=setup.rules).level(alpha, look))
+        for k, look in enumerate(schedule)
+        if look > now
+    ]
+    return rounds_to_resolve(*found, target, looks)
+
+
+def fixed_equivalent(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) -> int | None:
+    """Rounds a fixed design (every config every round, one look at the full level) would need
+    for its leading tier to be resolved to ±target in at least half of the sessions like this
+    one."""
+    found = forecast_of(setup, logs, lead, going_on=False, bound=stats.POINT)
+    if found is None or not found[1]:
+        return None
+    return fixed_rounds(*found, target, setup.against_baseline(SPLIT["ranking"]))

@@ -47,7 +47,7 @@ import math
 import shlex
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from tfbuild import stats
@@ -60,7 +60,6 @@ from tfbuild.analysis.estimates import (
     Setup,
     estimate,
     final_timeline,
-    fixed_rounds_for,
     judged,
     make_setup,
     noise_margin,
@@ -70,7 +69,7 @@ from tfbuild.analysis.estimates import (
     tiers,
 )
 from tfbuild.analysis.looks import take_look
-from tfbuild.analysis.power import Noise, detectable_shift, session_noise
+from tfbuild.analysis.power import Noise, detectable_shift, fixed_equivalent, session_noise
 from tfbuild.analysis.rounds import Rounds, differences, raw_samples, round_table
 from tfbuild.analysis.sessions import Session, Timeline
 from tfbuild.config.suite import CONTRASTS
@@ -160,9 +159,8 @@ class HostReport:
     """Every config put out of the leading tier, at the look it was put out (eliminations
     included)."""
     resolution: float
-    fixed_equivalent: tuple[int, int] | None
-    """Rounds and processes a fixed design (every config every round, one look) would need to
-    resolve the same leading tier as well as this session did; None for fixed designs."""
+    fixed_plan: Callable[[], tuple[int, int] | None] | None = field(repr=False)
+    """Plans fixed_equivalent (None for fixed designs)."""
     processes: int
     benchmark_s: float | None
     """Seconds the sessions spent benchmarking (installs not counted), when all recorded it."""
@@ -193,6 +191,14 @@ class HostReport:
             return math.inf
         noise, level = self.noise
         return stats.expm1(detectable_shift(noise, level, self.floor))
+
+    @functools.cached_property
+    def fixed_equivalent(self) -> tuple[int, int] | None:
+        """Rounds and processes a fixed design (every config every round, one look) would need
+        for the same leading tier to be resolved as well as this session did it, in half of
+        the sessions like this one (simulated, tfbuild.analysis.power); None for fixed
+        designs, and beyond the longest design it looks at. Computed when first asked for."""
+        return self.fixed_plan() if self.fixed_plan is not None else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -515,11 +521,14 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
     lead = tier_list[0] if tier_list else []
     leading_others = [c for c in lead if c != setup.baseline]
     achieved = resolution(leading_others, estimates)
-    fixed_equivalent = None
+    fixed_plan = None
     if design.sequential and leading_others and math.isfinite(achieved):
-        n = fixed_rounds_for(setup, estimates, leading_others, achieved)
-        if n is not None:
-            fixed_equivalent = (n, n * (len(setup.compared) + 1 + (1 if setup.aa else 0)))
+        per_round = len(setup.compared) + 1 + (1 if setup.aa else 0)
+
+        def fixed_plan() -> tuple[int, int] | None:
+            n = fixed_equivalent(setup, logs, leading_others, achieved)
+            return None if n is None else (n, n * per_round)
+
     flags = _flags(sessions, setup)
     for config, f in flags.items():
         if not f.clean:
@@ -550,7 +559,7 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         tiers=tier_list,
         out=claims,
         resolution=achieved,
-        fixed_equivalent=fixed_equivalent,
+        fixed_plan=fixed_plan,
         processes=sum(len(s.results.runs) for s in sessions),
         benchmark_s=_benchmark_seconds(sessions),
         looks=looks,

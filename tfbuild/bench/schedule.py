@@ -11,7 +11,6 @@ recorded at once, so an interrupted session keeps it.
 
 from __future__ import annotations
 
-import math
 import random
 import statistics
 import time
@@ -26,6 +25,7 @@ from tfbuild.progress import Reporter
 from tfbuild.results.codec import Record, benchmark_result, now
 from tfbuild.results.model import ConfigEntry, Design, Look, Results, Run, Stop
 from tfbuild.runtime.base import RuntimeEnv
+from tfbuild.text import half_width
 
 
 class Looker(Protocol):
@@ -55,12 +55,6 @@ def round_order(results: Results, round_: int, keys: Sequence[str]) -> tuple[str
     order = sorted(keys)
     random.Random(f"{results.session.seed}:{round_}").shuffle(order)
     return tuple(order)
-
-
-def _pct(value: float | None) -> str:
-    if value is None:
-        return "none"
-    return f"±{value:.1%}" if math.isfinite(value) else "±inf"
 
 
 def _describe(design: Design) -> str:
@@ -239,8 +233,8 @@ class Schedule:
         else:
             summary = (
                 f"{len(lead)} {'config' if len(lead) == 1 else 'configs'} besides the baseline "
-                f"could be the fastest, known to {_pct(look.resolution)} (target "
-                f"{_pct(design.resolve)})"
+                f"could be the fastest, known to {half_width(look.resolution)} (target "
+                f"{half_width(design.resolve)})"
             )
         left = look.rounds_left
         self.reporter.note(
@@ -258,8 +252,8 @@ class Schedule:
             return Stop(
                 reason="resolved",
                 round=r,
-                message=f"the leading tier is resolved to {_pct(look.resolution)} (target "
-                f"{_pct(design.resolve)}) after {r} rounds",
+                message=f"the leading tier is resolved to {half_width(look.resolution)} (target "
+                f"{half_width(design.resolve)}) after {r} rounds",
             )
         return None
 

@@ -110,8 +110,8 @@ def header_lines(r: HostReport) -> list[str]:
         lines.append(
             f"This session ran {r.processes} benchmark processes{spent}; a fixed design (every "
             f"config every round) would need {rounds} rounds, {processes} processes{fixed}, to "
-            f"resolve its leading tier as well ({abs(change):.0%} "
-            f"{'fewer' if change >= 0 else 'more'} here)"
+            f"resolve its leading tier as well in half of the sessions like it, simulated "
+            f"({abs(change):.0%} {'fewer' if change >= 0 else 'more'} here)"
         )
     lines.append(
         f"Smallest difference called faster or slower with 80 % power here: {pct(r.detectable)} "

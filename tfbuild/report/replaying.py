@@ -4,16 +4,12 @@ then its looks beside the recorded ones."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from tfbuild.analysis.replay import Replayed
 from tfbuild.results.model import DECISIONS, Look, Results
-
-
-def _pct(value: float) -> str:
-    return f"±{value:.1%}" if math.isfinite(value) and value < 10 else "±inf"
+from tfbuild.text import half_width
 
 
 def _stopped(results: Results) -> str:
@@ -65,7 +61,7 @@ def _looks_table(looks: Sequence[Look]) -> list[str]:
                 str(len(look.active)),
                 str(len(look.eliminated)),
                 str(len(look.leading)),
-                _pct(look.resolution),
+                half_width(look.resolution),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -83,8 +79,9 @@ def replay_text(path: str, r: Replayed) -> str:
         f"{path}: under today's rules it would have {_stopped(replayed)} with {after} "
         f"benchmark processes; the session {_stopped(recorded)} with {before} "
         f"({abs(change):.0%} {'fewer' if change >= 0 else 'more'})",
-        f"Leading tier: {_pct(looks[-1].resolution) if looks else 'not looked at'} at the stop "
-        f"(recorded: {_pct(old_looks[-1].resolution) if old_looks else 'no look'}); "
+        f"Leading tier: {half_width(looks[-1].resolution) if looks else 'not looked at'} "
+        "at the stop "
+        f"(recorded: {half_width(old_looks[-1].resolution) if old_looks else 'no look'}); "
         f"{r.seconds / 60:.1f} min of the recorded processes' time "
         f"(recorded: {(recorded.session.elapsed_s or 0) / 60:.1f} min)",
     ]

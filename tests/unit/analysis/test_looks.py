@@ -1,19 +1,17 @@
 """The decision layer as a whole, on sessions replayed from real recorded runs through the
 session's own rounds (tests/support/replay.py): error control under the null with and without
-adaptive stopping, power at the rounds the planner predicts, replay of looks."""
+adaptive stopping, power at the difference the report calls detectable, the planners (the ETA
+and the fixed design a report compares with), replay of looks."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import replace
 
 import pytest
 from support.replay import SEQUENTIAL, false_claims, fixed, pool, replay_session, report
 
-from tfbuild import stats
-from tfbuild.analysis.estimates import MIN_MARGIN, OVERALL, SPLIT
-from tfbuild.results.model import Run
+from tfbuild.analysis.estimates import OVERALL, SPLIT
 
 SESSIONS = 200
 
@@ -56,36 +54,58 @@ def test_the_fastest_config_stays_in_the_leading_tier(design: str) -> None:
     assert rate <= SPLIT["selection"] + 0.005, rate
 
 
-def noise(runs: list[Run]) -> tuple[float, float]:
-    """From the pool: the sd of a config's per-round log ratio to the averaged baseline, and
-    the margin (one process's spread), as a session would estimate them."""
-    benches = runs[0].benchmarks.keys()
-    levels = [
-        statistics.fmean(
-            math.log(statistics.median(s.throughput for s in r.benchmarks[b].samples))
-            for b in benches
-        )
-        for r in runs
-    ]
-    sd = statistics.stdev(levels)
-    return sd * math.sqrt(1.5), max(MIN_MARGIN, math.expm1(sd))
+@pytest.mark.slow
+@pytest.mark.parametrize(("configs", "sessions"), [(4, 200), (16, 100)])
+def test_the_eta_is_the_median_stop(configs: int, sessions: int) -> None:
+    """At a look, the rounds a running session says are left (the ETA) name a scheduled look
+    by which half of the sessions like it have stopped on their resolution. On replayed
+    sessions of real processes, over every look that gives an ETA: the session had stopped by
+    the look named in at least 45 %, and by the look before it in at most 55 %. And an ETA is
+    given at least at 70 % of the looks of sessions that go on to be resolved (the planner
+    before this one gave none at most looks of a 16-config session: it took each leading
+    config's closed-form rounds and the largest, which was past the horizon)."""
+    runs = pool()
+    schedule = SEQUENTIAL.schedule
+    by = before = given = looks = 0
+    for seed in range(sessions):
+        doc = replay_session(configs, SEQUENTIAL, 50_000 + seed, runs=runs)
+        stop = doc.session.stop
+        assert stop is not None
+        resolved = stop.round if stop.reason == "resolved" else None
+        for look in doc.looks or ():
+            if look.round == resolved:
+                continue
+            looks += resolved is not None
+            if look.rounds_left is None:
+                continue
+            given += resolved is not None
+            due = look.round + look.rounds_left
+            assert due in schedule, (look.round, look.rounds_left)
+            by += resolved is not None and resolved <= due
+            before += resolved is not None and resolved <= schedule[schedule.index(due) - 1]
+    shares = (by / given, before / given, given / looks)
+    assert shares[0] >= 0.45 and shares[1] <= 0.55, shares
+    assert shares[2] >= 0.7, shares
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("configs", [4, 16])
-def test_a_ten_percent_effect_is_found_at_the_planned_rounds(configs: int) -> None:
-    """The planner predicts the rounds a 10 % faster config needs; replayed sessions of that
-    many rounds call it faster in at least 80 % of 200 sessions."""
+def test_a_fixed_design_of_the_rounds_the_report_names_resolves_half_the_time() -> None:
+    """The report of a sequential session says how many rounds a fixed design would have
+    needed to resolve its leading tier as well: a fixed session of that many rounds (other
+    processes of the same build) does it in 40-65 % of 200 replayed sessions."""
     runs = pool()
-    sd, margin = noise(runs)
-    family = configs  # the other configs and the A/A check
-    n = stats.rounds_for(math.log(1.10), sd, SPLIT["ranking"] / family, 2, None, math.log1p(margin))
-    assert n is not None and n <= 60, n
-    found = 0
+    as_well = named = 0
     for seed in range(SESSIONS):
-        doc = replay_session(configs, fixed(n), 10_000 + seed, {"c01:default": 1.10}, runs)
-        found += report(doc).estimates[("c01:default", OVERALL)].verdict == "faster"
-    assert found >= 0.8 * SESSIONS, (n, found)
+        sequential = report(replay_session(4, SEQUENTIAL, 60_000 + seed, runs=runs))
+        if sequential.fixed_equivalent is None:
+            continue
+        rounds, processes = sequential.fixed_equivalent
+        assert processes == rounds * 5  # three configs, the baseline and its A/A copy
+        again = report(replay_session(4, fixed(rounds), 70_000 + seed, runs=runs))
+        as_well += again.resolution <= sequential.resolution
+        named += 1
+    assert named >= 0.9 * SESSIONS, named
+    assert 0.4 <= as_well / named <= 0.65, (as_well, named)
 
 
 def test_replay_notices_an_edited_elimination() -> None:
