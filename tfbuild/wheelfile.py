@@ -159,13 +159,16 @@ def check_wheel(wheel: Path) -> None:
 def cpython_versions(wheel_name: str) -> list[str]:
     """The CPython X.Y versions a wheel's tags are for (cp312 -> 3.12), oldest first; empty for a
     wheel any Python 3 can install (py3 tags, or the stable ABI)."""
-    _, _, _, tags = parse_wheel_filename(wheel_name)
+    parts = wheel_name.removesuffix(".whl").split("-")
+    for interpreter in parts[-3].split(".") if len(parts) >= 5 else ():
+        # Checked before packaging parses the name: the versions reach the runtime's install
+        # script, and newer packaging refuses such a tag with a message that does not say so.
+        if interpreter.startswith("cp") and not re.fullmatch(r"cp3\d+", interpreter):
+            raise BadWheel(f"{wheel_name}: {interpreter!r} is not a CPython 3 tag (cp3XY)")
+    try:
+        _, _, _, tags = parse_wheel_filename(wheel_name)
+    except InvalidWheelFilename as exc:
+        raise BadWheel(f"{wheel_name}: not a wheel file name ({exc})") from exc
     if any(not t.interpreter.startswith("cp") or t.abi == "abi3" for t in tags):
         return []
-    minors: set[int] = set()
-    for tag in tags:
-        found = re.fullmatch(r"cp3(\d+)", tag.interpreter)
-        if found is None:
-            raise BadWheel(f"{wheel_name}: {tag.interpreter!r} is not a CPython 3 tag (cp3XY)")
-        minors.add(int(found.group(1)))
-    return [f"3.{minor}" for minor in sorted(minors)]
+    return [f"3.{minor}" for minor in sorted({int(t.interpreter[3:]) for t in tags})]
