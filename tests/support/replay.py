@@ -159,8 +159,10 @@ def replay_session(
     seed: int,
     effects: Mapping[str, float] | None = None,
     runs: Sequence[Run] | None = None,
+    forecast: bool = False,
 ) -> Results:
-    """Run the session's own rounds on replayed processes; returns the finished results."""
+    """Run the session's own rounds on replayed processes; returns the finished results. Its
+    looks forecast the rounds left (the ETA, which decides nothing) only with `forecast`."""
     rng = random.Random(seed)
     runs = runs if runs is not None else pool()
     results = add_aa(session(configs, design, seed))
@@ -169,7 +171,8 @@ def replay_session(
         variant: ReplayRuntime(runs, rng, (effects or {}).get(f"{variant}:default", 1.0), clock)
         for variant in results.variants or {}
     }
-    schedule = Schedule(results, runtimes, QuietReporter(), lambda r: r, clock, SequentialLooks())
+    looks = SequentialLooks(forecast)
+    schedule = Schedule(results, runtimes, QuietReporter(), lambda r: r, clock, looks)
     return schedule.run()
 
 

@@ -75,11 +75,15 @@ class SequentialLooks:
     """The looks of a sequential bench session, handed to it as its Looker: after a scheduled
     round, which configs cannot be the fastest (each stopped with the strongest claim about
     it), the leading tier, its resolution and the rounds it would take to reach the target.
-    Keeps the per-round values of the runs it has seen, so each look adds only the new ones."""
+    Keeps the per-round values of the runs it has seen, so each look adds only the new ones.
+    Without `forecast` a look leaves the rounds left out: they decide nothing (they are the
+    ETA a person reads), and their simulation is most of a look's cost when sessions are
+    replayed by the thousand or re-decided after the fact (`tfbuild replay`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, forecast: bool = True) -> None:
         self.rounds = Rounds({})
         self.seen = 0
+        self.forecast = forecast
 
     def __call__(
         self, results: Results, active: Sequence[str], round_: int, elapsed: float
@@ -100,7 +104,7 @@ class SequentialLooks:
         gone = {c.config for c in out}
         lead = [c for c in look.leading if c != baseline and c not in gone]
         left: int | None = None
-        if design.resolve is not None and look.resolution > design.resolve:
+        if self.forecast and design.resolve is not None and look.resolution > design.resolve:
             left = rounds_left(setup, self.rounds, lead, design.resolve)
         return model.Look(
             round=round_,

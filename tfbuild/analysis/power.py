@@ -26,7 +26,7 @@ from tfbuild.analysis.rounds import Rounds, differences
 from tfbuild.analysis.sessions import Timeline
 
 DRAWS = 4000
-PLAN_DRAWS = 500
+PLAN_DRAWS = 250
 POWER = 0.8
 RESOLVED = 0.5
 """The planners give the rounds by which half of the sessions like this one are resolved."""

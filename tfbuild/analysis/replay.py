@@ -59,7 +59,8 @@ class _RecordedRounds(Schedule):
 
     def __init__(self, results: Results, recorded: Sequence[Run], clock: _Clock) -> None:
         runtimes = {name: cast(RuntimeEnv, None) for name in results.variants or {}}
-        super().__init__(results, runtimes, QuietReporter(), lambda r: r, clock, SequentialLooks())
+        looks = SequentialLooks(forecast=False)  # what the rules decide, not when they expected to
+        super().__init__(results, runtimes, QuietReporter(), lambda r: r, clock, looks)
         self.recorded = {(run.round, run.config): run for run in recorded}
         self.of_config: dict[str, list[Run]] = defaultdict(list)
         for run in recorded:

@@ -55,7 +55,7 @@ def test_the_fastest_config_stays_in_the_leading_tier(design: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("configs", "sessions"), [(4, 200), (16, 100)])
+@pytest.mark.parametrize(("configs", "sessions"), [(4, 200), (16, 60)])
 def test_the_eta_is_the_median_stop(configs: int, sessions: int) -> None:
     """At a look, the rounds a running session says are left (the ETA) name a scheduled look
     by which half of the sessions like it have stopped on their resolution. On replayed
@@ -68,7 +68,7 @@ def test_the_eta_is_the_median_stop(configs: int, sessions: int) -> None:
     schedule = SEQUENTIAL.schedule
     by = before = given = looks = 0
     for seed in range(sessions):
-        doc = replay_session(configs, SEQUENTIAL, 50_000 + seed, runs=runs)
+        doc = replay_session(configs, SEQUENTIAL, 50_000 + seed, runs=runs, forecast=True)
         stop = doc.session.stop
         assert stop is not None
         resolved = stop.round if stop.reason == "resolved" else None
