@@ -79,6 +79,19 @@ def test_readme_states_the_suite_and_design_the_code_has() -> None:
     assert f"`presets` (`quick`: {quick.budget_s / 60:.0f}m and {quick.resolve:.0%}" in text
 
 
+def test_readme_states_the_simulations_the_code_runs() -> None:
+    """How many sessions the README says each simulated figure comes from, and the shares the
+    planners aim at, are tfbuild.analysis.power's."""
+    from tfbuild.analysis.power import DRAWS, PLAN_DRAWS, POWER, RESOLVED
+
+    text = " ".join((REPO / "README.md").read_text().split())
+    assert f"the session itself: {PLAN_DRAWS} continuations of it" in text
+    assert f"for the detectable difference {DRAWS} sessions shaped like this one" in text
+    assert f"the difference that {POWER:.0%} of them call".replace("%", " %") in text
+    assert RESOLVED == 0.5 and "the look by which half of them have stopped" in text
+    assert f"at which half of {PLAN_DRAWS} such sessions resolve the leading tier as well" in text
+
+
 def test_readme_era_table_is_tensorflow_yaml() -> None:
     """The README's era table gives, per era, the releases and their default bazel versions of
     tfbuild/data/tensorflow.yaml, and says CUDA is refused exactly for the eras that cannot
