@@ -44,13 +44,13 @@ from __future__ import annotations
 
 import functools
 import math
-import shlex
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from tfbuild import stats
+from tfbuild.analysis.choice import Choice, choose
 from tfbuild.analysis.estimates import (
     MIN_MARGIN,
     OVERALL,
@@ -112,22 +112,6 @@ class Flags:
         if self.failed_benchmarks and set(self.failed_benchmarks) != set(self.missing):
             parts.append(f"{', '.join(self.failed_benchmarks)} failed in some rounds")
         return "; ".join(parts)
-
-
-@dataclass(frozen=True)
-class Choice:
-    """The config to use, and what it takes to reproduce it."""
-
-    config: str
-    variant: str
-    tuning: str
-    ratio: float | None
-    reason: str
-    wheel: str | None
-    sha256: str | None
-    install: list[str]
-    env: dict[str, str]
-    threading: list[str]
 
 
 @dataclass
@@ -378,95 +362,6 @@ def _replay(
     return recorded, claims, problems
 
 
-def _choice(
-    ranking: Sequence[Estimate],
-    lead: Sequence[str],
-    baseline: str,
-    margin: float,
-    flags: Mapping[str, Flags],
-    configs: Mapping[str, ConfigEntry],
-    variants: Mapping[str, VariantRecord],
-) -> Choice | None:
-    """The config shown faster than the baseline with the best estimate (only a config that
-    measured everything in every round), else the baseline; the reason says only what the
-    verdicts say."""
-    if not ranking:
-        return None
-    faster = [e for e in ranking if e.verdict == "faster"]
-    usable = [e for e in faster if flags.get(e.config, Flags(0, 0, (), ())).clean]
-    ratio: float | None
-    counts: dict[str, int] = defaultdict(int)
-    for e in ranking:
-        if e.config != baseline:
-            counts[e.verdict] += 1
-    tally = ", ".join(
-        f"{counts[v]} {v}" for v in ("faster", "equivalent", "undecided", "slower") if counts[v]
-    )
-    skipped = [e for e in faster if e not in usable]
-    note = "".join(
-        f"; {e.config} was also shown faster but {flags[e.config].text()}, so it is not recommended"
-        for e in skipped
-    )
-    if usable:
-        best = max(usable, key=lambda e: (e.config in lead, e.ratio))
-        key, ratio = best.config, best.ratio
-        reason = (
-            f"{key} is faster than the baseline {baseline}: {best.ratio:.3f}x "
-            f"[{best.low:.3f}, {best.high:.3f}], the whole interval beyond the {margin:.1%} "
-            f"margin"
-        )
-        others = [c for c in lead if c not in (key, baseline)]
-        if others:
-            reason += f"; the leading tier also holds {', '.join(others)}, not told apart from it"
-    else:
-        key, ratio = baseline, 1.0
-        reason = (
-            f"no config is shown faster than the baseline {baseline} beyond the {margin:.1%} "
-            f"margin ({tally or 'nothing else measured'}), so the baseline stays"
-        )
-        ahead = [e for e in ranking if e.config in lead and e.config != baseline]
-        if baseline not in lead and ahead:
-            best = max(ahead, key=lambda e: e.ratio)
-            reason += (
-                f"; it is out of the leading tier: {best.config} is ahead of it "
-                f"({best.ratio:.3f}x [{best.low:.3f}, {best.high:.3f}]), by less than the margin "
-                "or by an amount not yet resolved"
-            )
-    reason += note
-    config = configs[key]
-    variant = variants.get(config.variant)
-    artifact = variant.artifact if variant else None
-    requirement = variant.definition.get("requirement") if variant else None
-    install = []
-    wheel = artifact.wheel if artifact else None
-    if artifact and wheel:
-        constraints = [shlex.quote(c) for c in artifact.constraints]
-        install.append(" ".join(["pip install", shlex.quote(wheel), *constraints]))
-    elif requirement:
-        install.append(f"pip install {shlex.quote(requirement)}")
-    threading = []
-    if config.intra_op:
-        threading.append(
-            f"tf.config.threading.set_intra_op_parallelism_threads({int(config.intra_op)})"
-        )
-    if config.inter_op:
-        threading.append(
-            f"tf.config.threading.set_inter_op_parallelism_threads({int(config.inter_op)})"
-        )
-    return Choice(
-        config=key,
-        variant=config.variant,
-        tuning=config.tuning,
-        ratio=ratio,
-        reason=reason,
-        wheel=wheel,
-        sha256=artifact.sha256 if artifact else None,
-        install=install,
-        env={str(k): str(v) for k, v in config.env.items()},
-        threading=threading,
-    )
-
-
 def _benchmark_seconds(sessions: Sequence[Session]) -> float | None:
     spent = [s.results.session.elapsed_s or 0.0 for s in sessions]
     return float(sum(spent)) if all(x > 0 for x in spent) else None
@@ -533,7 +428,15 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
     for config, f in flags.items():
         if not f.clean:
             warnings.append(f"{config}: {f.text()}; it is ranked on what it measured")
-    choice = _choice(ranking, lead, setup.baseline, margins[OVERALL], flags, configs, variants)
+    choice = choose(
+        ranking,
+        lead,
+        setup.baseline,
+        margins[OVERALL],
+        {c: f.text() for c, f in flags.items() if not f.clean},
+        configs,
+        variants,
+    )
     noise = session_noise(setup, logs, aa.get(OVERALL), margin is not None)
     return HostReport(
         host=first.host,

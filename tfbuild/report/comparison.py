@@ -224,6 +224,16 @@ def choice_lines(r: HostReport) -> list[str]:
     if c.wheel:
         lines.append(f"# wheel: {printable(c.wheel)}")
         lines.append(f"# sha256: {printable(c.sha256)}")
+    if c.where:
+        lines += textwrap.wrap(
+            f"From {printable(c.where)}; pip checks the file it gets against that sha256 and "
+            "stops on any other.",
+            width=98,
+            initial_indent="# ",
+            subsequent_indent="# ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
     lines += c.install
     for key, value in c.env.items():
         if _ENV_NAME.fullmatch(key):

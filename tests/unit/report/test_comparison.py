@@ -3,6 +3,7 @@ the shell, whole on its lines, saying why)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 from dataclasses import replace
@@ -41,28 +42,34 @@ def test_use_this_block_names_env_and_threading(tmp_path: Path) -> None:
     )
     assert "export OMP_NUM_THREADS=1" in use
     assert "tf.config.threading.set_intra_op_parallelism_threads(1)" in use
-    assert "pip install wheels/tf2.21-py3.11-fast/fast-2.21.0-py3-none-any.whl" in use
+    sha = hashlib.sha256(b"fast").hexdigest()  # the synthetic session's "wheel"
+    hashed = f"echo 'fast==2.21.0 --hash=sha256:{sha}' | pip install --no-deps --require-hashes"
+    assert hashed in use
+    assert "\npip install fast==2.21.0\n" in use
 
 
 def test_use_this_lines_are_quoted_for_the_shell(tmp_path: Path) -> None:
     """Values from a results file (a shared CI artifact, say) reach the printed shell lines
-    only quoted: a list of preloads stays one word, a command substitution stays text."""
+    only quoted: a list of preloads stays one word, a command substitution stays text, in the
+    variables, the sha256 and the constraints alike."""
     doc = session({"fast:single": 1.3}, seed=2)
     env = {"LD_PRELOAD": "/a.so /b.so", "X": "$(touch /tmp/pwned)", "A;B": "1"}
     configs = tuple(replace(c, env=env) if c.key == "fast:single" else c for c in doc.configs)
     fast = doc.variant("fast")
     assert fast.artifact is not None
-    artifact = replace(fast.artifact, wheel="w h;eel.whl")
+    artifact = replace(fast.artifact, sha256="0$(id)", constraints=("numpy<2; touch /x",))
     doc = replace(doc.with_variant("fast", replace(fast, artifact=artifact)), configs=configs)
     proc = compare(str(write(tmp_path / "s.json", doc)), "--format", "markdown")
     assert proc.returncode == 0, proc.stderr
     block = proc.stdout.split("```bash", 1)[1].split("```", 1)[0]
     lines = [line for line in block.splitlines() if line and not line.startswith("#")]
     assert [shlex.split(line) for line in lines] == [
-        ["pip", "install", "w h;eel.whl"],
+        ["echo", "fast==2.21.0 --hash=sha256:0$(id)", "|", "pip", "install", "--no-deps",
+         "--require-hashes", "-r", "/dev/stdin"],
+        ["pip", "install", "fast==2.21.0", "numpy<2; touch /x"],
         ["export", "LD_PRELOAD=/a.so /b.so"],
         ["export", "X=$(touch /tmp/pwned)"],
-    ]
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,120 @@
+"""The "use this" block pasted on another machine: real pip in a fresh venv, in a clean folder
+that holds nothing of the session, installs the very wheel the session measured (a local PEP 503
+index stands in for the package index), and refuses any other file of the same name and
+version."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import venv
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from support.cext import pure_wheel, tagged_wheel
+from support.cli import compare
+from support.synthetic import session, write
+
+from tfbuild.analysis.choice import WHEELS_VARIABLE
+from tfbuild.ci.index import write_index
+from tfbuild.files import sha256_of
+from tfbuild.results.model import Results, WheelRecord
+
+
+def _chosen(wheel: Path, source: str) -> Results:
+    """A session whose recommended config (fast:single) measured `wheel`, from `source`."""
+    doc = session({"fast:single": 1.3}, seed=2)
+    fast = doc.variant("fast")
+    record = WheelRecord(
+        variant_id="tf1.0-py3.11-fast",
+        wheel=f"wheels/tf1.0-py3.11-fast/{wheel.name}",
+        sha256=sha256_of(wheel),
+    )
+    definition = {"name": "fast", "source": source, "requirement": "toytf"}
+    return doc.with_variant("fast", replace(fast, definition=definition, artifact=record))
+
+
+def _block(tmp_path: Path, results: Results) -> str:
+    """The commands of the "use this" block, as a person copies them from the Markdown."""
+    proc = compare(str(write(tmp_path / "session.json", results)), "--format", "markdown")
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split("```bash", 1)[1].split("```", 1)[0]
+
+
+def _paste(block: str, tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The block run by bash in a fresh venv, from an empty folder, with pip told only what the
+    test gives it (no pip.conf, no find-links of this machine)."""
+    where = tmp_path / "elsewhere"
+    (where / "cwd").mkdir(parents=True)
+    venv.create(where / "venv", with_pip=True)
+    scrubbed = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    path = f"{where / 'venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"
+    return subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", block],
+        cwd=where / "cwd",
+        env={**scrubbed, "PATH": path, "PIP_CONFIG_FILE": os.devnull, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _installed(tmp_path: Path) -> str:
+    """The toy module's source as the fresh venv has it."""
+    proc = subprocess.run(
+        [str(tmp_path / "elsewhere" / "venv" / "bin" / "python"), "-c",
+         "import toytf, pathlib; print(pathlib.Path(toytf.__file__).read_text(), end='')"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("served", ["measured", "another build"])
+def test_use_this_from_the_package_index_installs_the_measured_wheel(
+    tmp_path: Path, served: str
+) -> None:
+    """An index build: the block pins the version measured and checks the sha256, so pasted
+    elsewhere it installs that wheel, and refuses a different file under the same name and
+    version (a rebuilt or tampered upload) before anything is installed."""
+    built = tmp_path / "built"
+    built.mkdir()
+    measured = pure_wheel(built, "toytf", "1.0", [])
+    index = tmp_path / "index" / "toytf-store"
+    index.mkdir(parents=True)
+    if served == "measured":
+        (index / measured.name).write_bytes(measured.read_bytes())
+    else:
+        other = tagged_wheel(index, "toytf", "py3-none-any", "Summary: another build\n")
+        assert other.name == measured.name and sha256_of(other) != sha256_of(measured)
+    write_index(tmp_path / "index")
+    block = _block(tmp_path, _chosen(measured, "pypi"))
+    assert "wheels/" not in block.split("# From", 1)[1]  # nothing of this machine's store
+    proc = _paste(block, tmp_path, {"PIP_INDEX_URL": (tmp_path / "index" / "simple").as_uri()})
+    if served == "measured":
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "VERSION = '1.0'" in _installed(tmp_path)
+    else:
+        assert proc.returncode != 0
+        assert "THESE PACKAGES DO NOT MATCH THE HASHES" in proc.stderr
+        assert not list((tmp_path / "elsewhere" / "venv").rglob("toytf.py"))
+
+
+@pytest.mark.slow
+def test_use_this_of_a_wheel_on_no_index_asks_where_it_is(tmp_path: Path) -> None:
+    """A source build is on no package index: the block says where the session's machine keeps
+    it, stops with a message when TFBUILD_WHEELS is not set, and installs the measured wheel
+    (a local version label and all) from the folder it names."""
+    folder = tmp_path / "copied"
+    folder.mkdir()
+    wheel = tagged_wheel(folder, "toytf", "py3-none-any", version="1.0+avx2")
+    block = _block(tmp_path, _chosen(wheel, "bazel"))
+    assert "wheels/tf1.0-py3.11-fast/" in block and WHEELS_VARIABLE in block
+    unset = _paste(block, tmp_path / "unset", {})
+    assert unset.returncode != 0
+    assert f"{WHEELS_VARIABLE}: a folder or page that holds the wheel" in unset.stderr
+    proc = _paste(block, tmp_path, {WHEELS_VARIABLE: str(folder), "PIP_NO_INDEX": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "VERSION = '1.0+avx2'" in _installed(tmp_path)

@@ -1,0 +1,182 @@
+"""What to use: the config a session's verdicts recommend, and what it takes to get the same
+build and settings on another machine: the exact requirement, hash-checked by pip wherever the
+commands are pasted, the variables to export and the thread pools to set."""
+
+from __future__ import annotations
+
+import shlex
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from tfbuild import wheelfile
+from tfbuild.analysis.estimates import Estimate
+from tfbuild.errors import BadWheel
+from tfbuild.results.model import ConfigEntry, VariantRecord
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The config to use, and what it takes to get the same build and settings on another
+    machine."""
+
+    config: str
+    variant: str
+    tuning: str
+    ratio: float | None
+    reason: str
+    wheel: str | None
+    """The wheel's file name."""
+    sha256: str | None
+    requirement: str | None
+    """The exact requirement measured: name[extras]==version."""
+    where: str | None
+    """Where that wheel is to be had: the package index, or a store of tfbuild's."""
+    install: list[str]
+    """The commands that install it, hash-checked, wherever they are pasted."""
+    env: dict[str, str]
+    threading: list[str]
+
+
+WHEELS_VARIABLE = "TFBUILD_WHEELS"
+"""What the "use this" block of a wheel on no package index asks the reader to set: a folder
+or page (pip --find-links) that holds the wheel."""
+
+
+def _install(source: str, requirement: str, sha256: str, constraints: Sequence[str]) -> list[str]:
+    """Commands that install exactly the wheel measured, pasted anywhere: the wheel alone,
+    checked against its sha256 (pip's hash-checking mode, fed on stdin), then what it depends
+    on, with the session's constraints. A wheel on no package index comes from the folder or
+    page in $TFBUILD_WHEELS, and the shell stops with a message when it is not set."""
+    name = requirement.split("[", 1)[0].split("==", 1)[0] + "==" + requirement.split("==", 1)[1]
+    hashed = shlex.quote(f"{name} --hash=sha256:{sha256}")
+    links = ""
+    if source != "pypi":
+        where = f"${{{WHEELS_VARIABLE}:?a folder or page that holds the wheel}}"
+        links = f' --find-links "{where}"'
+    rest = " ".join(shlex.quote(c) for c in constraints)
+    return [
+        f"echo {hashed} | pip install --no-deps --require-hashes{links} -r /dev/stdin",
+        f"pip install{links} {shlex.quote(requirement)}" + (f" {rest}" if rest else ""),
+    ]
+
+
+def _requirement(variant: VariantRecord) -> tuple[str, str] | None:
+    """The variant's wheel as the exact requirement that installs it (name[extras]==version,
+    from the wheel's own name), and where it is to be had."""
+    artifact = variant.artifact
+    if artifact is None:
+        return None
+    filename = artifact.wheel.replace("\\", "/").rsplit("/", 1)[-1]
+    try:
+        name, version, _, _ = parse_wheel_filename(filename)
+        pythons = wheelfile.cpython_versions(filename)
+    except (InvalidWheelFilename, BadWheel):
+        return None
+    extras = f"[{','.join(sorted(artifact.extras))}]" if artifact.extras else ""
+    requirement = f"{name}{extras}=={version}"
+    if variant.definition.get("source") == "pypi":
+        for_python = f", the wheel for CPython {' or '.join(pythons)}" if pythons else ""
+        return requirement, f"the package index{for_python}"
+    folder = artifact.wheel.rsplit("/", 1)[0] if "/" in artifact.wheel else "."
+    return requirement, (
+        f"the store of the machine the session ran on ({folder}/), on no package index: copy "
+        f"the wheel, or serve that store with `tfbuild index`, and set {WHEELS_VARIABLE} to the "
+        "folder or page that holds it"
+    )
+
+
+def choose(
+    ranking: Sequence[Estimate],
+    lead: Sequence[str],
+    baseline: str,
+    margin: float,
+    flagged: Mapping[str, str],
+    configs: Mapping[str, ConfigEntry],
+    variants: Mapping[str, VariantRecord],
+) -> Choice | None:
+    """The config shown faster than the baseline with the best estimate (only a config that
+    measured everything in every round: `flagged` says what the others did not), else the
+    baseline; the reason says only what the verdicts say."""
+    if not ranking:
+        return None
+    faster = [e for e in ranking if e.verdict == "faster"]
+    usable = [e for e in faster if e.config not in flagged]
+    ratio: float | None
+    counts: dict[str, int] = defaultdict(int)
+    for e in ranking:
+        if e.config != baseline:
+            counts[e.verdict] += 1
+    tally = ", ".join(
+        f"{counts[v]} {v}" for v in ("faster", "equivalent", "undecided", "slower") if counts[v]
+    )
+    skipped = [e for e in faster if e not in usable]
+    note = "".join(
+        f"; {e.config} was also shown faster but {flagged[e.config]}, so it is not recommended"
+        for e in skipped
+    )
+    if usable:
+        best = max(usable, key=lambda e: (e.config in lead, e.ratio))
+        key, ratio = best.config, best.ratio
+        reason = (
+            f"{key} is faster than the baseline {baseline}: {best.ratio:.3f}x "
+            f"[{best.low:.3f}, {best.high:.3f}], the whole interval beyond the {margin:.1%} "
+            f"margin"
+        )
+        others = [c for c in lead if c not in (key, baseline)]
+        if others:
+            reason += f"; the leading tier also holds {', '.join(others)}, not told apart from it"
+    else:
+        key, ratio = baseline, 1.0
+        reason = (
+            f"no config is shown faster than the baseline {baseline} beyond the {margin:.1%} "
+            f"margin ({tally or 'nothing else measured'}), so the baseline stays"
+        )
+        ahead = [e for e in ranking if e.config in lead and e.config != baseline]
+        if baseline not in lead and ahead:
+            best = max(ahead, key=lambda e: e.ratio)
+            reason += (
+                f"; it is out of the leading tier: {best.config} is ahead of it "
+                f"({best.ratio:.3f}x [{best.low:.3f}, {best.high:.3f}]), by less than the margin "
+                "or by an amount not yet resolved"
+            )
+    reason += note
+    config = configs[key]
+    variant = variants.get(config.variant)
+    artifact = variant.artifact if variant else None
+    found = _requirement(variant) if variant else None
+    install = []
+    if artifact and found:
+        install = _install(
+            str(variant.definition.get("source")) if variant else "",
+            found[0],
+            artifact.sha256,
+            artifact.constraints,
+        )
+    elif variant and variant.definition.get("requirement"):
+        install.append(f"pip install {shlex.quote(str(variant.definition['requirement']))}")
+    threading = []
+    if config.intra_op:
+        threading.append(
+            f"tf.config.threading.set_intra_op_parallelism_threads({int(config.intra_op)})"
+        )
+    if config.inter_op:
+        threading.append(
+            f"tf.config.threading.set_inter_op_parallelism_threads({int(config.inter_op)})"
+        )
+    return Choice(
+        config=key,
+        variant=config.variant,
+        tuning=config.tuning,
+        ratio=ratio,
+        reason=reason,
+        wheel=artifact.wheel.rsplit("/", 1)[-1] if artifact else None,
+        sha256=artifact.sha256 if artifact else None,
+        requirement=found[0] if found else None,
+        where=found[1] if found else None,
+        install=install,
+        env={str(k): str(v) for k, v in config.env.items()},
+        threading=threading,
+    )
