@@ -73,6 +73,10 @@ def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) 
         assert config in proc.stdout
     assert "Ranking" in proc.stdout and "Use this" in proc.stdout
     assert f"report:  {report}" in proc.stdout
+    # it ends as the report begins: with the answer `compare` gives for the same file
+    figures = run_tfbuild("compare", str(results), "--format", "json")
+    first = json.loads(figures.stdout)["hosts"][0]["answer"]["lines"][0]
+    assert " ".join(proc.stdout.split()).endswith(" ".join(first.split()))
 
 
 @pytest.mark.docker

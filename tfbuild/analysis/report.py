@@ -50,6 +50,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from tfbuild import stats
+from tfbuild.analysis.answer import Answer, answer
 from tfbuild.analysis.choice import Choice, choose
 from tfbuild.analysis.estimates import (
     MIN_MARGIN,
@@ -69,7 +70,13 @@ from tfbuild.analysis.estimates import (
     tiers,
 )
 from tfbuild.analysis.looks import take_look
-from tfbuild.analysis.power import Noise, detectable_shift, fixed_equivalent, session_noise
+from tfbuild.analysis.power import (
+    MOST_ROUNDS,
+    Noise,
+    detectable_shift,
+    fixed_equivalent,
+    session_noise,
+)
 from tfbuild.analysis.rounds import Rounds, differences, raw_samples, round_table
 from tfbuild.analysis.sessions import Session, Timeline
 from tfbuild.config.suite import CONTRASTS
@@ -145,6 +152,9 @@ class HostReport:
     resolution: float
     fixed_plan: Callable[[], tuple[int, int] | None] | None = field(repr=False)
     """Plans fixed_equivalent (None for fixed designs)."""
+    settle_plan: Callable[[float], tuple[int, int] | None] = field(repr=False)
+    """Rounds and processes of a fixed design whose leading tier is resolved to a target in
+    half of the sessions like this one (simulated)."""
     processes: int
     benchmark_s: float | None
     """Seconds the sessions spent benchmarking (installs not counted), when all recorded it."""
@@ -183,6 +193,26 @@ class HostReport:
         the sessions like this one (simulated, tfbuild.analysis.power); None for fixed
         designs, and beyond the longest design it looks at. Computed when first asked for."""
         return self.fixed_plan() if self.fixed_plan is not None else None
+
+    @functools.cached_property
+    def answer(self) -> Answer:
+        """What the report leads with: what to use and how sure, or why it is inconclusive and
+        what would settle it (simulated when first asked for)."""
+        lead = self.tiers[0] if self.tiers else []
+        seconds = self.benchmark_s / self.processes if self.benchmark_s and self.processes else None
+        return answer(
+            self.ranking,
+            lead,
+            self.baseline,
+            self.margins[OVERALL],
+            self.resolution,
+            self.design.resolve if self.design.sequential else None,
+            self.aa.get(OVERALL),
+            self.choice,
+            self.settle_plan,
+            seconds,
+            MOST_ROUNDS,
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -416,13 +446,17 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
     lead = tier_list[0] if tier_list else []
     leading_others = [c for c in lead if c != setup.baseline]
     achieved = resolution(leading_others, estimates)
+    per_round = len(setup.compared) + 1 + (1 if setup.aa else 0)
+
+    def settle_plan(target: float) -> tuple[int, int] | None:
+        n = fixed_equivalent(setup, logs, leading_others, target)
+        return None if n is None else (n, n * per_round)
+
     fixed_plan = None
     if design.sequential and leading_others and math.isfinite(achieved):
-        per_round = len(setup.compared) + 1 + (1 if setup.aa else 0)
 
         def fixed_plan() -> tuple[int, int] | None:
-            n = fixed_equivalent(setup, logs, leading_others, achieved)
-            return None if n is None else (n, n * per_round)
+            return settle_plan(achieved)
 
     flags = _flags(sessions, setup)
     for config, f in flags.items():
@@ -463,6 +497,7 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         out=claims,
         resolution=achieved,
         fixed_plan=fixed_plan,
+        settle_plan=settle_plan,
         processes=sum(len(s.results.runs) for s in sessions),
         benchmark_s=_benchmark_seconds(sessions),
         looks=looks,

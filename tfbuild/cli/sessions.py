@@ -376,6 +376,8 @@ def run(**params: Any) -> None:
     (variant, tuning) config, ranks them, writes RESULTS/<session>.html and prints the ranking
     and the config to use.
     """
+    from rich.text import Text
+
     from tfbuild.analysis.looks import SequentialLooks
     from tfbuild.analysis.report import analyse
     from tfbuild.analysis.sessions import load_sessions
@@ -384,7 +386,7 @@ def run(**params: Any) -> None:
     from tfbuild.engine import docker_status
     from tfbuild.files import atomic_write_text
     from tfbuild.progress import make_reporter
-    from tfbuild.report.comparison import compare_view
+    from tfbuild.report.comparison import answer_lines, compare_view
     from tfbuild.report.html import compare_html
     from tfbuild.results.codec import load
 
@@ -428,3 +430,4 @@ def run(**params: Any) -> None:
     out.print(f"\nresults: {path}\nreport:  {html_path}")
     if skipped:
         out.print(no_engine_message(skipped, engine_status))
+    out.print(Text(answer_lines(reports)[0], style="bold"))

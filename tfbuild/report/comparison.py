@@ -46,6 +46,17 @@ def ratio_text(e: Estimate) -> str:
     return f"{e.ratio:.3f}x [{bound(e.low)}, {bound(e.high)}]"
 
 
+def answer_lines(reports: Sequence[HostReport]) -> list[str]:
+    """What every format leads with: each host's answer, the answer itself first (the host
+    named when there are several)."""
+    lines: list[str] = []
+    for r in reports:
+        first, *rest = r.answer.lines
+        lines.append(f"On {r.host_key}: {first}" if len(reports) > 1 else first)
+        lines += rest
+    return lines
+
+
 def design_line(r: HostReport) -> str:
     d = r.design
     if not d.sequential:
@@ -214,8 +225,21 @@ def choice_lines(r: HostReport) -> list[str]:
     c = r.choice
     if c is None:
         return ["Nothing to recommend: no config has results."]
+    a = r.answer
+    if a.decided:
+        head = f"Use {c.variant} with tuning {c.tuning}: {c.reason}."
+    elif c.config != r.baseline:
+        head = (
+            f"Not settled yet (see the answer above), but {c.variant} with tuning {c.tuning} "
+            f"beats the baseline; another config may be faster still: {c.reason}."
+        )
+    else:
+        head = (
+            f"Not settled yet (see the answer above); until it is, keep {c.variant} with tuning "
+            f"{c.tuning}: {c.reason}."
+        )
     lines = textwrap.wrap(
-        f"Use {c.variant} with tuning {c.tuning}: {c.reason}.",
+        head,
         width=98,
         initial_indent="# ",
         subsequent_indent="# ",
@@ -260,9 +284,9 @@ def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> 
 
 
 def compare_view(reports: Sequence[HostReport]) -> Group:
-    parts: list[Table | Text] = []
+    parts: list[Table | Text] = [Text("\n".join(answer_lines(reports)), style="bold")]
     for r in reports:
-        parts.append(Text("\n".join(header_lines(r)), style="bold"))
+        parts.append(Text("\n".join(header_lines(r))))
         for warning in r.warnings:
             parts.append(Text(f"warning: {warning}", style="yellow"))
         for problem in r.replay:
@@ -350,7 +374,11 @@ def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def compare_markdown(reports: Sequence[HostReport]) -> str:
-    lines: list[str] = ["# tfbuild comparison", ""]
+    lines: list[str] = []
+    for line in answer_lines(reports):
+        head, colon, rest = line.partition(": ")
+        lines += [f"**{head}**{colon}{rest}" if colon else line, ""]
+    lines += ["# tfbuild comparison", ""]
     for r in reports:
         lines += [f"## {r.host_key}", ""]
         lines += [f"- {line}" for line in header_lines(r)[1:]]
@@ -446,6 +474,7 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
                 "flags": {c: asdict(f) for c, f in r.flags.items()},
                 "estimates": [_estimate_json(e) for e in r.estimates.values()],
                 "failures": [asdict(f) for f in r.failures],
+                "answer": asdict(r.answer),
                 "choice": asdict(r.choice) if r.choice else None,
                 "contrasts": [_estimate_json(e) for e in r.contrasts],
             }

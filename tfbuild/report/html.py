@@ -19,6 +19,7 @@ from tfbuild.report.comparison import (
     CONTRAST_HEADER,
     LOOK_HEADER,
     RANKING_HEADER,
+    answer_lines,
     choice_lines,
     contrast_rows,
     contrast_title,
@@ -48,8 +49,42 @@ def _grid(count: int) -> tuple[int, int]:
     return math.ceil(count / columns), columns
 
 
-def speedup_chart(r: HostReport) -> str:
-    """One panel per benchmark (overall first): speed vs baseline with 95 % CI whiskers."""
+CLIP = 1.25
+"""A panel's axis reaches this factor beyond its outermost estimate (and margin band); a whisker
+that reaches further is cut at the edge and marked with a triangle."""
+
+
+def _panel_limits(r: HostReport, bench: str, configs: Sequence[str]) -> tuple[float, float]:
+    band = r.margins[bench]
+    ratios = [1.0 / (1.0 + band), 1.0 + band]
+    ratios += [
+        r.estimates[(c, bench)].ratio
+        for c in configs
+        if (c, bench) in r.estimates and r.estimates[(c, bench)].ratio > 0
+    ]
+    return min(ratios) / CLIP, max(ratios) * CLIP
+
+
+TICKS = (0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0)
+
+
+def _ratio_ticks(ax: Any, lo: float, hi: float) -> None:
+    """Ratios as plain numbers (0.8, 1, 1.25), at most seven, 1 always among them."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    ticks = [t for t in TICKS if lo <= t <= hi]
+    while len(ticks) > 7:
+        one = ticks.index(1.0)
+        ticks = [t for i, t in enumerate(ticks) if (i - one) % 2 == 0]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
+def speedup_figure(r: HostReport) -> Any:
+    """One panel per benchmark (overall first): speed vs baseline with its simultaneous
+    interval, on a log axis (a ratio and its inverse equally far from 1); each axis spans the
+    estimates and the margin band, and a whisker beyond it is cut at the edge and marked."""
     import matplotlib.pyplot as plt
 
     panels = [OVERALL, *r.benchmarks]
@@ -60,38 +95,53 @@ def speedup_chart(r: HostReport) -> str:
         rows, columns, figsize=(6.2 * columns, height * rows), squeeze=False
     )
     for ax, bench in zip(axes.flat, panels, strict=False):
+        lo, hi = _panel_limits(r, bench, configs)
+        clipped = False
         for i, config in enumerate(configs):
             if config == r.baseline:
-                ratio, low, high, verdict = 1.0, 1.0, 1.0, "baseline"
-            elif (config, bench) in r.estimates:
-                e = r.estimates[(config, bench)]
-                ratio, low, high, verdict = e.ratio, e.low, e.high, e.verdict
-            else:
+                ax.plot([1.0], [i], marker="D", color=COLOURS["baseline"], markersize=5)
                 continue
-            ax.barh(i, ratio - 1.0, left=1.0, color=COLOURS[verdict], height=0.6)
-            if verdict == "baseline":
-                ax.plot([1.0], [i], marker="D", color=COLOURS[verdict], markersize=5)
-            else:
-                ax.errorbar(
-                    ratio,
-                    i,
-                    xerr=[[ratio - low], [high - ratio]],
-                    fmt="none",
-                    ecolor="black",
-                    capsize=3,
-                    linewidth=1,
-                )
+            e = r.estimates.get((config, bench))
+            if e is None or not e.ratio > 0:
+                continue
+            ax.barh(i, e.ratio - 1.0, left=1.0, color=COLOURS[e.verdict], height=0.6)
+            low = max(e.low, lo) if e.low > 0 else lo
+            high = min(e.high, hi) if math.isfinite(e.high) else hi
+            ax.errorbar(
+                e.ratio,
+                i,
+                xerr=[[e.ratio - low], [high - e.ratio]],
+                fmt="none",
+                ecolor="black",
+                capsize=3,
+                linewidth=1,
+            )
+            for edge, reached, marker in ((lo, low <= lo, "<"), (hi, high >= hi, ">")):
+                if reached:
+                    clipped = True
+                    ax.plot([edge], [i], marker=marker, color="black", markersize=6, clip_on=False)
         band = r.margins[bench]
+        ax.set_xscale("log")
+        ax.set_xlim(lo, hi)
+        _ratio_ticks(ax, lo, hi)
         ax.axvspan(1 / (1 + band), 1 + band, color="#eeeeee", zorder=0)
         ax.axvline(1.0, color="black", linewidth=0.8)
         ax.set_yticks(range(len(configs)), configs, fontsize=8)
         ax.invert_yaxis()
-        ax.set_title(f"{bench} (grey band: ±{band:.1%} margin)", fontsize=9)
-        ax.set_xlabel("speed vs baseline (x)", fontsize=8)
+        cut = "; triangles: interval cut at the edge" if clipped else ""
+        ax.set_title(f"{bench} (grey band: ±{band:.1%} margin{cut})", fontsize=9)
+        ax.set_xlabel("speed vs baseline (x, log scale)", fontsize=8)
         ax.tick_params(axis="x", labelsize=8)
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     figure.tight_layout()
+    return figure
+
+
+def speedup_chart(r: HostReport) -> str:
+    import matplotlib.pyplot as plt
+
+    figure = speedup_figure(r)
     encoded = _png(figure)
     plt.close(figure)
     return encoded
@@ -118,8 +168,10 @@ def samples_chart(r: HostReport) -> str:
             for i in present:
                 xs = [i + 0.18 * ((k % 7) / 6 - 0.5) for k in range(len(data[i]))]
                 ax.scatter(xs, data[i], s=5, color="#455a64", alpha=0.6, zorder=3)
+        if any(v > 0 for d in data for v in d):
+            ax.set_yscale("log")
         ax.set_xticks(range(len(configs)), configs, rotation=35, ha="right", fontsize=7)
-        ax.set_title(f"{bench} ({r.units[bench]}, every sample)", fontsize=9)
+        ax.set_title(f"{bench} ({r.units[bench]}, every sample, log scale)", fontsize=9)
         ax.tick_params(axis="y", labelsize=8)
     for ax in list(axes.flat)[len(r.benchmarks) :]:
         ax.set_visible(False)
@@ -221,5 +273,8 @@ def compare_html(reports: Sequence[HostReport]) -> str:
         )
     template = environment.get_template("compare.html.j2")
     return template.render(
-        hosts=hosts, version=__version__, selection_level=f"{1 - SPLIT['selection']:.1%}"
+        hosts=hosts,
+        answer=answer_lines(reports),
+        version=__version__,
+        selection_level=f"{1 - SPLIT['selection']:.1%}",
     )
