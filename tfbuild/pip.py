@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -83,27 +84,57 @@ def _pip(
     return proc.stdout
 
 
+_NO_MATCH = re.compile(
+    r"Could not find a version that satisfies the requirement [^\n]*?\(from versions: "
+    r"(?P<versions>[^)]*)\)"
+)
+
+
+def _python(python: str | Path) -> str:
+    if str(python) == sys.executable:
+        return f"CPython {sys.version_info.major}.{sys.version_info.minor}"
+    return str(python)
+
+
 def resolve(
     requirement: str, settings: PipSettings, python: str | Path = sys.executable
 ) -> Resolved:
-    """Ask the index which wheel `requirement` means for this Python, without installing it."""
-    out = _pip(
-        python,
-        [
-            "install",
-            "--dry-run",
-            "--ignore-installed",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--quiet",
-            "--report",
-            "-",
-            *index_options(settings),
-            requirement,
-        ],
-        None,
-        f"resolving {requirement}",
-    )
+    """Ask the index which wheel `requirement` means for this Python, without installing it;
+    when the index has none, say so with the versions it has for this Python."""
+    try:
+        out = _pip(
+            python,
+            [
+                "install",
+                "--dry-run",
+                "--ignore-installed",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--quiet",
+                "--report",
+                "-",
+                *index_options(settings),
+                requirement,
+            ],
+            None,
+            f"resolving {requirement}",
+        )
+    except InstallError as exc:
+        found = _NO_MATCH.search(str(exc))
+        if found is None:
+            raise
+        versions = [v for v in found.group("versions").split(", ") if v and v != "none"]
+        if not versions:
+            raise InstallError(
+                f"{requirement}: the package index has no wheel of it for this Python "
+                f"({_python(python)}), or cannot be reached (pip lists no version at all); "
+                "check the index settings"
+            ) from exc
+        newest = ", ".join(versions[-6:]) + (" (the newest six)" if len(versions) > 6 else "")
+        raise InstallError(
+            f"{requirement}: no wheel on the package index for this Python ({_python(python)}); "
+            f"it has {newest}: name one of those"
+        ) from exc
     try:
         item = json.loads(out)["install"][0]
         info = item["download_info"]

@@ -26,6 +26,7 @@ from support.cli import run_tfbuild
 from support.env import FIXTURES, REPO
 from support.recipes import recipe_for
 
+from tfbuild.analysis.choice import WHEELS_VARIABLE
 from tfbuild.analysis.report import analyse_host
 from tfbuild.analysis.sessions import load_sessions
 from tfbuild.build.render import render, template_dirs
@@ -166,26 +167,34 @@ CRAFTED = json.loads(gzip.decompress((FIXTURES / "results" / "aa-run-epyc.json.g
 
 
 @FUZZ
-@given(value=VALUES, wheel=VALUES, constraint=VALUES)
+@given(value=VALUES, folder=VALUES, constraint=VALUES, source=st.sampled_from(["pypi", "wheel"]))
 def test_printed_shell_lines_split_back_into_their_values(
-    value: str, wheel: str, constraint: str, tmp_path_factory: Any
+    value: str, folder: str, constraint: str, source: str, tmp_path_factory: Any
 ) -> None:
-    """A tuning's environment value and a wheel path from a results file (a CI artifact, maybe
-    crafted) come back whole from the "use this" lines a user pastes into a shell, and never
-    start a line of their own."""
+    """A tuning's environment value, the store folder of the wheel and a constraint from a
+    results file (a CI artifact, maybe crafted) come back whole from the "use this" lines a
+    user pastes into a shell, and never start a line of their own."""
     document = copy.deepcopy(CRAFTED)
     for config in document["configs"]:
         config["env"] = {"LD_PRELOAD": value}
-    artifact = document["variants"]["stock"]["artifact"]
-    artifact["wheel"], artifact["constraints"] = wheel, [constraint]
+    stock = document["variants"]["stock"]
+    stock["definition"]["source"] = source
+    artifact = stock["artifact"]
+    name = artifact["wheel"].rsplit("/", 1)[-1]
+    artifact["wheel"], artifact["constraints"] = f"{folder}/{name}", [constraint]
     path = tmp_path_factory.mktemp("crafted") / "results.json"
     path.write_text(json.dumps(document))
     lines = choice_lines(analyse_host(load_sessions([path])))
     commands = [line for line in lines if not line.startswith("#")]
+    links = ["--find-links", f"${{{WHEELS_VARIABLE}:?a folder or page that holds the wheel}}"]
+    links = links if source != "pypi" else []
+    requirement = "tensorflow-cpu==2.21.0"
     assert [shlex.split(line) for line in commands] == [
-        ["pip", "install", wheel, constraint],
+        ["echo", f"{requirement} --hash=sha256:{artifact['sha256']}", "|",
+         "pip", "install", "--no-deps", "--require-hashes", *links, "-r", "/dev/stdin"],
+        ["pip", "install", *links, requirement, constraint],
         ["export", f"LD_PRELOAD={value}"],
-    ]
+    ]  # fmt: skip
 
 
 @FUZZ

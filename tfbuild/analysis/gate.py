@@ -49,10 +49,20 @@ class Gate:
     notes: list[str]
     """What was not compared and why (a machine class on one side only, a config the new
     matrix no longer has); none of these fail the gate."""
+    strangers: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    """The machine classes of the new and the old results when none is on both sides, so
+    nothing at all was compared: that fails the gate."""
 
     def causes(self, fail_above: float) -> list[str]:
         """One line per reason the gate fails."""
         lines = []
+        if self.strangers is not None:
+            new, old = self.strangers
+            lines.append(
+                f"nothing compared: the old results are from {'; '.join(old)}, the new ones "
+                f"from {'; '.join(new)}, another machine class (--allow-different-hosts "
+                "compares them anyway)"
+            )
         for m in self.missing:
             what = "no results" if m.everything else "no result for " + ", ".join(m.benchmarks)
             before = f"{len(m.benchmarks)} benchmarks" if m.everything else "them"
@@ -139,7 +149,10 @@ def gate(
                 regression=p < ALPHA and ratio < 1 - fail_above,
             )
         )
-    return Gate(changes, missing, notes)
+    strangers = None
+    if not pairs and old and not allow_different_hosts:
+        strangers = (tuple(_by_host(new)), tuple(_by_host(old)))
+    return Gate(changes, missing, notes, strangers)
 
 
 def _by_host(sessions: Sequence[Session]) -> dict[str, list[Session]]:

@@ -55,10 +55,12 @@ def target_for_host(host: HostProfile) -> Target:
 
 
 def target_for_model(model: str) -> Target:
-    """A named CPU: a -march name (haswell) or a qemu model (Haswell-v1)."""
-    base = model.split("-v", maxsplit=1)[0] if "-v" in model else model
-    march = QEMU_MODELS.get(base, base)
+    """A named CPU: a -march name (haswell) or a qemu model (Haswell-v1, penryn), in any
+    case."""
     table = cpu.marches()
+    base = model.lower() if model.lower() in table else re.sub(r"-v\d+$", "", model).lower()
+    qemu = {name.lower(): march for name, march in QEMU_MODELS.items()}
+    march = qemu.get(base, base)
     if march not in table:
         from tfbuild.config.values import did_you_mean
 

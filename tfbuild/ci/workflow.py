@@ -301,7 +301,8 @@ def _compare_job(s: Settings) -> dict[str, Any]:
                 "name": "Report and regression gate (same machine class)",
                 "run": "gate=()\n"
                 "if ls previous-results/*.json >/dev/null 2>&1; then\n"
-                f"  gate=(--against previous-results --fail-above {shlex.quote(s.fail_above)})\n"
+                "  gate=(--against previous-results --new-class-passes "
+                f"--fail-above {shlex.quote(s.fail_above)})\n"
                 "fi\n"
                 'tfbuild compare results "${gate[@]}" --format markdown >> "$GITHUB_STEP_SUMMARY"',
             },

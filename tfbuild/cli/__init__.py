@@ -39,6 +39,20 @@ def _report(error: BaseException) -> None:
         )
 
 
+INTERRUPTED = {
+    "bench": "the rounds it finished are saved; `tfbuild bench --resume RESULTS_FILE` goes on",
+    "run": "the rounds it finished are saved; `tfbuild bench --resume RESULTS_FILE` goes on",
+    "build": "finished builds are in the store; the same command again builds the rest",
+}
+
+
+def _interrupted(argv: list[str]) -> str:
+    """What Ctrl-C left, for the command that was running."""
+    command = next((a for a in argv if a in cli.commands), None)
+    left = INTERRUPTED.get(command or "", "nothing it writes is left half-written")
+    return f"tfbuild: interrupted; {left}"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: exit codes per error class, no traceback unless --debug."""
     try:
@@ -47,10 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         _report(error)
         sys.exit(error.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt):
-        print(
-            "tfbuild: interrupted; finished work is kept (bench: --resume RESULTS_FILE)",
-            file=sys.stderr,
-        )
+        print(_interrupted(sys.argv[1:] if argv is None else argv), file=sys.stderr)
         sys.exit(130)
     except click.ClickException as error:
         error.show()

@@ -162,6 +162,14 @@ def build(
     plan = make_plan(matrix, build_target(settings.host), only=exact)
     planned = [plan.planned(v.name) for v in chosen]
     options = BuildOptions(force=settings.force, tf_source=settings.tf_source)
+    target = f"the machine in {settings.host}" if settings.host else "this machine"
+    for pv in planned:
+        if pv.variant.needs_build and pv.verdict.runs is False:
+            click.echo(
+                f"tfbuild: warning: {pv.variant.name} will not run on {target}: "
+                f"{'; '.join(pv.verdict.reasons)}; built as asked",
+                err=True,
+            )
     if settings.dry_run:
         for pv in planned:
             _print_dry_run(pv, plan, options)

@@ -247,13 +247,30 @@ def parse_host_key(value: str | None) -> str | None:
     return value
 
 
+def _results_in(folder: Path) -> list[Path]:
+    """The results files in a folder; another tfbuild file there (a calibration, which
+    `tfbuild calibrate` writes into the results folder) is passed over, with a note."""
+    from tfbuild.results.codec import schema_of
+
+    found = []
+    for path in sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")]):
+        schema = schema_of(path) or ""
+        if schema.startswith("tfbuild.") and not schema.startswith("tfbuild.results/"):
+            click.echo(
+                f"tfbuild: passing over {path}: not a session's results ({schema})", err=True
+            )
+        else:
+            found.append(path)
+    return found
+
+
 def results_paths(specs: Sequence[str], option: str = "--against") -> tuple[Path, ...]:
     """Results files named by files, folders (their *.json and *.json.gz) or glob patterns."""
     paths: list[Path] = []
     for spec in specs:
         path = Path(spec)
         if path.is_dir():
-            found = sorted([*path.glob("*.json"), *path.glob("*.json.gz")])
+            found = _results_in(path)
         elif path.exists():
             found = [path]
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ class CompareSettings:
     """--against as typed, for the message when the gate fails."""
     fail_above: float
     allow_different_hosts: bool
+    new_class_passes: bool
     margin: float | None
 
 
@@ -46,6 +48,8 @@ def _margin(value: str | None) -> float | None:
     type=click.Choice(["table", "markdown", "json", "html"]),
     default="table",
     show_default=True,
+    help="table: for a terminal; markdown: for a job summary or a pull request; json: every "
+    "figure, for scripts; html: one self-contained page with charts.",
 )
 @click.option(
     "--output",
@@ -72,6 +76,12 @@ def _margin(value: str | None) -> float | None:
     help="With --against: compare results from different machines anyway.",
 )
 @click.option(
+    "--new-class-passes",
+    is_flag=True,
+    help="With --against: pass the gate when no old results are of the new results' machine "
+    "class (a runner of a new kind, on its first night); without it that fails the gate.",
+)
+@click.option(
     "--margin",
     metavar="PERCENT",
     help="Practical margin for the verdicts (default: one process's spread from the A/A "
@@ -85,6 +95,7 @@ def compare(
     against: tuple[str, ...],
     fail_above: str,
     allow_different_hosts: bool,
+    new_class_passes: bool,
     margin: str | None,
 ) -> None:
     """Rank the configs of one or more results files (RESULTS: files, folders of them, or
@@ -97,8 +108,9 @@ def compare(
     fastest, the looks and eliminations a session made (replayed from the data), and the config
     to use with how to reproduce it. Files from several machines are reported per machine.
     With --against OLD (results of the same machine class are paired), exits 10 when a config
-    got slower than --fail-above, or when a config OLD measured has no results (or fewer
-    benchmarks) in the new ones, a line per cause.
+    got slower than --fail-above, when a config OLD measured has no results (or fewer
+    benchmarks) in the new ones, or when none of OLD is of the new results' machine class, a
+    line per cause.
     """
     from tfbuild.analysis.gate import gate
     from tfbuild.analysis.report import analyse
@@ -115,6 +127,7 @@ def compare(
         against_given=against,
         fail_above=parse_fraction("--fail-above", fail_above),
         allow_different_hosts=allow_different_hosts,
+        new_class_passes=new_class_passes,
         margin=chosen_margin,
     )
     sessions = load_sessions(settings.results)
@@ -124,6 +137,8 @@ def compare(
     if settings.against:
         old = load_sessions(settings.against)
         verdict = gate(sessions, old, threshold, settings.allow_different_hosts)
+        if settings.new_class_passes and verdict.strangers is not None:
+            verdict = dataclasses.replace(verdict, strangers=None)
     text: str | None
     if settings.fmt == "table":
         # To a file: plain text at a fixed width; to the terminal: as wide as it is.
@@ -170,7 +185,12 @@ def compare(
     help="Take the first look after this many rounds (default: the recorded design's).",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: for a person; json: the numbers, for scripts.",
 )
 @debug_option
 def replay(results_files: tuple[str, ...], min_rounds: int | None, fmt: str) -> None:

@@ -20,7 +20,7 @@ from tfbuild.cli.common import (
 )
 from tfbuild.cli.planning import machine, read_matrix
 from tfbuild.config.model import INHERIT_PIP, PipSettings
-from tfbuild.errors import IncompatibleWheel, UsageError
+from tfbuild.errors import BadWheel, IncompatibleWheel, UsageError
 from tfbuild.machine.profile import Gpu
 
 
@@ -49,6 +49,11 @@ class WheelArgument:
                 wheel=path, constraints=tuple(manifest.get("constraints") or ()), pip=INHERIT_PIP
             )
         matrix = read_matrix(matrix_path)
+        if path.is_file() and target not in {n for v in matrix.variants for n in (v.name, v.id)}:
+            raise BadWheel(
+                f"{target}: not a wheel (a wheel file's name is NAME-VERSION-PYTHON-ABI-"
+                "PLATFORM.whl) and no variant of the matrix; give a wheel file or a variant name"
+            )
         variant = matrix.variant(target)
         artifact, _ = fetch(variant, WheelStore(store_path), matrix.defaults.pip)
         return cls(wheel=artifact.wheel, constraints=variant.constraints, pip=matrix.defaults.pip)

@@ -279,6 +279,7 @@ class CalibrateSettings:
     type=click.Choice(["table", "markdown"]),
     default="table",
     show_default=True,
+    help="table: for a terminal; markdown: for a job summary or a pull request.",
 )
 @QUIET_OPTION
 @debug_option

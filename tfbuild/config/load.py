@@ -18,10 +18,8 @@ from tfbuild.config.model import (
     Tuning,
 )
 from tfbuild.config.sections import read_baseline, read_defaults, read_suite, read_tuning, unique
-from tfbuild.config.tensorflow import has_recipe, known_releases
-from tfbuild.config.values import (
-    SCHEMA_VERSION,
-)
+from tfbuild.config.tensorflow import accepted_releases, has_recipe, tf_release
+from tfbuild.config.values import SCHEMA_VERSION, TF_VERSION_RE
 from tfbuild.config.variants import read_variant
 from tfbuild.config.yamlread import (
     Ctx,
@@ -109,10 +107,12 @@ def parse_matrix(text: str, file: str, base_dir: Path, tensorflow: str | None = 
 
 def _override_tensorflow(defaults: Defaults, version: str) -> Defaults:
     if not has_recipe(version):
+        short = tf_release(version) is not None and not TF_VERSION_RE.fullmatch(version)
         raise UsageError(
-            f"--tensorflow {version!r}: no build recipe for this release; expected one of "
-            f"{', '.join(known_releases())} (a newer release needs its era in "
-            "tfbuild/data/tensorflow.yaml first)"
+            f"--tensorflow {version!r}: "
+            + ("name the patch release" if short else "no build recipe for this release")
+            + f"; expected {accepted_releases()}"
+            + ("" if short else "; a newer era needs its facts in tfbuild/data/tensorflow.yaml")
         )
     return dataclasses.replace(defaults, tensorflow=version)
 

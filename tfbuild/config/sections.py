@@ -25,7 +25,7 @@ from tfbuild.config.model import (
     Where,
 )
 from tfbuild.config.suite import BENCHMARKS
-from tfbuild.config.tensorflow import known_releases, tf_release
+from tfbuild.config.tensorflow import accepted_releases, tf_release
 from tfbuild.config.values import (
     BAZEL_FLAG_RE,
     BUILD_NETWORKS,
@@ -83,7 +83,7 @@ def read_defaults(ctx: Ctx, node: yaml.Node | None) -> Defaults:
             ctx.error(
                 n,
                 f"defaults.tensorflow: no build recipe for this release (got {value!r}; "
-                f"expected one of {', '.join(known_releases())})",
+                f"expected {accepted_releases()})",
             )
         tensorflow = value or tensorflow
     if (n := m.get("python")) is not None:

@@ -23,5 +23,15 @@ def known_releases() -> list[str]:
     return list(load_table("tensorflow")["releases"])
 
 
+def accepted_releases() -> str:
+    """What a release with a build recipe looks like, for an error message: a full version of
+    one of the known eras."""
+    eras = known_releases()
+    return (
+        f"a release in full, like {eras[-1]}.0, of an era tfbuild knows ({eras[0]}.x to "
+        f"{eras[-1]}.x)"
+    )
+
+
 def version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))

@@ -19,7 +19,7 @@ from tfbuild.config.model import (
     Variant,
     Where,
 )
-from tfbuild.config.tensorflow import known_releases, tf_release, version_tuple
+from tfbuild.config.tensorflow import accepted_releases, tf_release, version_tuple
 from tfbuild.config.values import (
     CC_NUMBER_RE,
     CC_RE,
@@ -210,7 +210,7 @@ def _read_bazel_variant(
         ctx.error(
             tf_node or m.node,
             f"{m.path('tensorflow')}: no build recipe for this release (got {tensorflow!r}; "
-            f"expected a release of {', '.join(known_releases())})",
+            f"expected {accepted_releases()})",
         )
     else:
         low, high = release["python"]

@@ -168,14 +168,51 @@ def listed(
     return tuple(values)
 
 
+def _plain(exc: yaml.MarkedYAMLError, text: str) -> str:
+    """PyYAML's complaint in the words of the mistakes people make: indentation that does not
+    line up, an unclosed bracket, a tab, an unquoted ': '; anything else as PyYAML says it."""
+    problem, context = str(exc.problem or ""), str(exc.context or "")
+    mark, opened = exc.problem_mark, exc.context_mark
+    lines = text.splitlines()
+    if "expected <block end>" in problem and mark is not None and opened is not None:
+        here = lines[mark.line] if mark.line < len(lines) else ""
+        word = here.strip().split(":", 1)[0]
+        above = [(n, t) for n, t in enumerate(lines[: mark.line]) if t.strip()]
+        start = lines[opened.line] if opened.line < len(lines) else ""
+        if mark.column == opened.column and start.lstrip().startswith("-"):
+            return (
+                f"{word!r} is indented like the list item on line {opened.line + 1} but does "
+                f"not start with '- ': indent it by {opened.column + 2} spaces to belong to "
+                "that item, or start a new item"
+            )
+        if above:
+            n, prev = above[-1]
+            key = prev.strip().lstrip("- ").split(":", 1)[0]
+            indent = len(prev) - len(prev.lstrip(" -"))
+            return (
+                f"{word!r} is indented by {mark.column} spaces and {key!r} on line {n + 1} by "
+                f"{indent}: the keys of one mapping line up; indent it like the keys it belongs "
+                "with"
+            )
+    if "flow sequence" in context or "flow mapping" in context:
+        bracket = "[" if "sequence" in context else "{"
+        where = f" on line {opened.line + 1}" if opened is not None else ""
+        closing = "]" if bracket == "[" else "}"
+        return f"the {bracket!r}{where} is not closed: expected ',' or {closing!r}"
+    if "'\\t'" in problem or "\\t" in problem:
+        return "a tab character: YAML indents with spaces only"
+    if "mapping values are not allowed" in problem:
+        return "a ': ' inside a value: quote the value (\"...\") or start a nested block"
+    return " ".join(part for part in (context, problem) if part)
+
+
 def compose(ctx: Ctx, text: str) -> yaml.Node | None:
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        what = " ".join(str(part) for part in (exc.context, exc.problem) if part)
-        ctx.problems.append(Problem(ctx.file, line, col, f"not valid YAML: {what}"))
+        ctx.problems.append(Problem(ctx.file, line, col, f"not valid YAML: {_plain(exc, text)}"))
         return None
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, exc.position) + 1

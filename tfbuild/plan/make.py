@@ -212,7 +212,15 @@ def verdict(
         ok, why = cuda_verdict(variant.cuda, host.gpus)
         if ok is not True and why:
             fail(why, ok)
-    release = load_table("tensorflow")["releases"].get(variant.tf_minor or "")
+    releases = load_table("tensorflow")["releases"]
+    release = releases.get(variant.tf_minor or "")
+    if release is None and variant.source == "pypi" and variant.tensorflow:
+        fail(
+            f"TensorFlow {variant.tensorflow} is no release tfbuild has facts for (it knows "
+            f"{min(releases, key=_minor)}.x to {max(releases, key=_minor)}.x): whether the "
+            "package index has it is known when it is fetched (`tfbuild fetch`)",
+            None,
+        )
     if release is not None:
         low, high = release["python"]
         py = tuple(int(p) for p in variant.python.split("."))
@@ -230,6 +238,10 @@ def verdict(
     if variant.march == "native":
         reasons.append("-march=native ties the wheel to the CPU of the machine that builds it")
     return Verdict(runs, tuple(reasons))
+
+
+def _minor(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in release.split("."))
 
 
 def resolve_tuning(tuning: Tuning, host: HostProfile) -> ResolvedTuning:

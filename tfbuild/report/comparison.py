@@ -485,6 +485,7 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
                 "changes": [asdict(c) for c in verdict.changes],
                 "missing": [asdict(m) for m in verdict.missing],
                 "notes": verdict.notes,
+                "strangers": verdict.strangers,
             }
             if verdict is not None
             else None

@@ -60,23 +60,66 @@ def now() -> str:
 # Reading
 
 
-def read_json(path: Path, *schemas: str) -> dict[str, Any]:
-    """A JSON document (gzip-compressed when the name ends in .gz) with one of these schemas,
-    or a ResultsError naming what is wrong."""
+def _document(path: Path) -> Any:
+    """A JSON file's content (gzip-compressed when the name ends in .gz)."""
     try:
         raw = path.read_bytes()
         if path.suffix == ".gz":
             raw = gzip.decompress(raw)
-        document = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read ({exc.strerror})") from exc
     except (ValueError, EOFError, gzip.BadGzipFile) as exc:
         raise ResultsError(f"{path}: not a JSON results file ({exc})") from exc
+
+
+def read_json(path: Path, *schemas: str) -> dict[str, Any]:
+    """A JSON document (gzip-compressed when the name ends in .gz) with one of these schemas,
+    or a ResultsError naming what is wrong."""
+    document = _document(path)
     if not isinstance(document, dict) or document.get("schema") not in schemas:
-        found = document.get("schema") if isinstance(document, dict) else type(document).__name__
         expected = " or ".join(repr(s) for s in schemas)
-        raise ResultsError(f"{path}: schema is {found!r}; expected {expected}")
+        if any(s.startswith("tfbuild.results/") for s in schemas):
+            expected += " (what `tfbuild bench` and `tfbuild run` write)"
+        raise ResultsError(f"{path}: {what_it_is(document)}; expected a file of schema {expected}")
     return document
+
+
+def schema_of(path: Path) -> str | None:
+    """The schema a JSON file names; None when it names none or cannot be read."""
+    try:
+        document = _document(path)
+    except ResultsError:
+        return None
+    schema = document.get("schema") if isinstance(document, dict) else None
+    return schema if isinstance(schema, str) else None
+
+
+def what_it_is(document: Any) -> str:
+    """What a JSON document that is not the one asked for seems to be, in a person's words."""
+    if not isinstance(document, dict):
+        return f"not a tfbuild file (a JSON {type(document).__name__}, not an object)"
+    schema = document.get("schema")
+    if isinstance(schema, str) and schema.startswith("tfbuild.calibration/"):
+        return f"a calibration file ({schema}: `tfbuild calibrate --report FILE` reads it)"
+    if isinstance(schema, str) and schema.startswith("tfbuild.compare/"):
+        return f"the output of `tfbuild compare --format json` ({schema}), not a session's results"
+    if isinstance(schema, str) and schema.startswith("tfbuild.results/"):
+        return f"results of another tfbuild version ({schema})"
+    if isinstance(schema, str) and schema.startswith("tfbuild."):
+        return f"another tfbuild document ({schema})"
+    if "benchmarks" in document and "metadata" in document:
+        return "not a tfbuild file: it looks like pyperf's JSON"
+    results = document.get("results")
+    if (
+        isinstance(results, list)
+        and results
+        and isinstance(results[0], dict)
+        and ("command" in results[0])
+    ):
+        return "not a tfbuild file: it looks like hyperfine's --export-json"
+    keys = ", ".join(sorted(str(k) for k in document)[:5])
+    return f'not a tfbuild file (no "schema" key; its keys: {keys or "none"})'
 
 
 def load(path: Path) -> Results:

@@ -54,7 +54,9 @@ def test_gate_after_a_suite_upgrade_compares_nothing_and_says_why(tmp_path: Path
 
 def test_gate_pairs_results_by_machine_class(tmp_path: Path) -> None:
     """Hostnames do not split machines (a hosted runner gets a new one every job); the CPU
-    does: results of another class are not compared, and that does not fail the gate."""
+    does: results of another class are not compared. When none of the old results is of the
+    new class the gate fails, saying so, unless --new-class-passes (the nightly workflow's
+    first night on a new kind of runner)."""
     old = write(tmp_path / "old.json", session({"v:default": 1.0}, seed=1, hostname="runner-1",
                                                session_id="a"))  # fmt: skip
     renamed = write(
@@ -71,6 +73,11 @@ def test_gate_pairs_results_by_machine_class(tmp_path: Path) -> None:
         session({"v:default": 0.8}, seed=3, cpuinfo=ZEN4, session_id="c"),
     )
     proc = compare(str(other), "--against", str(old), "--format", "json")
+    assert proc.returncode == 10, proc.stderr
+    assert "nothing compared: the old results are from Intel(R) Xeon(R) CPU E5-2680" in (
+        proc.stderr
+    )
+    proc = compare(str(other), "--against", str(old), "--format", "json", "--new-class-passes")
     assert proc.returncode == 0, proc.stderr
     against = json.loads(proc.stdout)["against"]
     assert against["changes"] == [] and against["missing"] == []

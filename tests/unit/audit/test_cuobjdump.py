@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -154,8 +155,10 @@ def test_without_cuobjdump_or_index_the_report_says_why_then_lists_it_later(
     assert report["cuda"]["checked"] is False and report["cuda"]["tool"] is None
     assert report["cuda"]["note"] == (
         "not checked: cuobjdump is not on PATH and nvidia-cuda-cuobjdump could not be installed "
-        "from the package index: No matching distribution found for nvidia-cuda-cuobjdump (the "
-        "package index cannot be reached, or has no such wheel for this machine)"
+        "from the package index: nvidia-cuda-cuobjdump: the package index has no wheel of it "
+        f"for this Python (CPython {sys.version_info.major}.{sys.version_info.minor}), or cannot "
+        "be reached (pip lists no version at all); "
+        "check the index settings"
     )
     assert report["verdict"]["runs"] is None
     assert report["verdict"]["cuda"].endswith("whether it runs on sm_90 is not known")
