@@ -28,6 +28,7 @@ class CompareSettings:
     allow_different_hosts: bool
     new_class_passes: bool
     margin: float | None
+    everything: bool
 
 
 def _margin(value: str | None) -> float | None:
@@ -82,6 +83,13 @@ def _margin(value: str | None) -> float | None:
     "class (a runner of a new kind, on its first night); without it that fails the gate.",
 )
 @click.option(
+    "--all",
+    "everything",
+    is_flag=True,
+    help="List every config in the tables, not one line per reason for those out of the "
+    "leading tier.",
+)
+@click.option(
     "--margin",
     metavar="PERCENT",
     help="Practical margin for the verdicts (default: one process's spread from the A/A "
@@ -96,6 +104,7 @@ def compare(
     fail_above: str,
     allow_different_hosts: bool,
     new_class_passes: bool,
+    everything: bool,
     margin: str | None,
 ) -> None:
     """Rank the configs of one or more results files (RESULTS: files, folders of them, or
@@ -117,6 +126,7 @@ def compare(
     from tfbuild.analysis.sessions import load_sessions
     from tfbuild.files import atomic_write_text
     from tfbuild.report import comparison as views
+    from tfbuild.report import ranking as tables
 
     chosen_margin = _margin(margin)
     settings = CompareSettings(
@@ -129,6 +139,7 @@ def compare(
         allow_different_hosts=allow_different_hosts,
         new_class_passes=new_class_passes,
         margin=chosen_margin,
+        everything=everything,
     )
     sessions = load_sessions(settings.results)
     reports = analyse(sessions, settings.margin)
@@ -147,12 +158,12 @@ def compare(
             if settings.output is None
             else Console(record=True, file=io.StringIO(), width=120, highlight=False)
         )
-        out.print(views.compare_view(reports), crop=False)
+        out.print(tables.compare_view(reports, out.width, settings.everything), crop=False)
         if verdict is not None:
-            out.print(views.gate_view(verdict, threshold))
+            out.print(tables.gate_view(verdict, threshold))
         text = None if settings.output is None else out.export_text()
     elif settings.fmt == "markdown":
-        text = views.compare_markdown(reports)
+        text = views.compare_markdown(reports, settings.everything)
         if verdict is not None:
             text += "\n" + views.gate_markdown(verdict, threshold)
     elif settings.fmt == "json":

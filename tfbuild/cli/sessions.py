@@ -387,8 +387,9 @@ def run(**params: Any) -> None:
     from tfbuild.engine import docker_status
     from tfbuild.files import atomic_write_text
     from tfbuild.progress import make_reporter
-    from tfbuild.report.comparison import answer_lines, compare_view
+    from tfbuild.report.comparison import answer_lines
     from tfbuild.report.html import compare_html
+    from tfbuild.report.ranking import compare_view
     from tfbuild.results.codec import load
 
     settings = SessionSettings.from_params(params)
@@ -427,7 +428,7 @@ def run(**params: Any) -> None:
     html_path = path.with_suffix(".html")
     atomic_write_text(html_path, compare_html(reports))
     out = console()
-    out.print(compare_view(reports), crop=False)
+    out.print(compare_view(reports, out.width), crop=False)
     out.print(f"\nresults: {path}\nreport:  {html_path}")
     if skipped:
         out.print(no_engine_message(skipped, engine_status))

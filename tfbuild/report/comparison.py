@@ -1,4 +1,5 @@
-"""`tfbuild compare` output as terminal tables, Markdown and JSON. Formats; never computes."""
+"""`tfbuild compare` output: the lines and rows every format shares, Markdown and JSON (the
+terminal tables are in report.ranking). Formats; never computes."""
 
 from __future__ import annotations
 
@@ -9,10 +10,6 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
-
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
 
 from tfbuild.analysis.estimates import ALPHA, OVERALL, SPLIT, Estimate
 from tfbuild.analysis.gate import Gate
@@ -220,6 +217,128 @@ def look_rows(r: HostReport) -> list[list[str]]:
     return rows
 
 
+def shown_configs(r: HostReport, everything: bool = False) -> list[str]:
+    """The configs the tables show: the leading tier and the baseline, or every config."""
+    lead = set(r.tiers[0]) if r.tiers else set()
+    return [e.config for e in r.ranking if everything or e.config in lead or e.config == r.baseline]
+
+
+def ranks(r: HostReport) -> dict[str, int]:
+    """Each config's place in the ranking (#1 first), which the tables refer to."""
+    return {e.config: i + 1 for i, e in enumerate(r.ranking)}
+
+
+def leader(r: HostReport) -> str | None:
+    """The best-ranked config of the leading tier other than the baseline."""
+    lead = set(r.tiers[0]) if r.tiers else set()
+    return next((e.config for e in r.ranking if e.config in lead and e.config != r.baseline), None)
+
+
+def ranking_columns(r: HostReport, everything: bool = False) -> list[str]:
+    """The ranking's columns: flags only when a shown config has some."""
+    columns = ["#", "config", "vs baseline [CI]", "rounds", "verdict"]
+    shown = shown_configs(r, everything)
+    if any(c in r.flags and not r.flags[c].clean for c in shown):
+        columns.append("flags")
+    return columns
+
+
+def ranking_table_rows(r: HostReport, everything: bool = False) -> list[list[str]]:
+    columns, place = ranking_columns(r, everything), ranks(r)
+    shown = set(shown_configs(r, everything))
+    rows = []
+    for e in r.ranking:
+        if e.config not in shown:
+            continue
+        row = [str(place[e.config]), e.config, ratio_text(e), str(e.rounds), e.verdict]
+        if "flags" in columns:
+            flags = r.flags.get(e.config)
+            row.append(flags.text() if flags and not flags.clean else "")
+        rows.append(row)
+    return rows
+
+
+def out_lines(r: HostReport, everything: bool = False) -> list[str]:
+    """The configs out of the leading tier, one line per reason (the config they trail, and
+    the look that put them out): the tables leave them out unless every config is asked for."""
+    lead = set(r.tiers[0]) if r.tiers else set()
+    place = ranks(r)
+    groups: dict[tuple[int | None, str], list[str]] = {}
+    for e in r.ranking:
+        if e.config in lead:
+            continue
+        claim = next((c for c in r.out if c.config == e.config), None)
+        when = claim.round if claim and r.design.sequential else None
+        key = (when, claim.than if claim else "")
+        what = "the baseline" if e.config == r.baseline else f"{e.ratio:.3f}x"
+        groups.setdefault(key, []).append(f"#{place[e.config]} {e.config} ({what})")
+    if not groups:
+        return []
+    count = sum(map(len, groups.values()))
+    more = "" if everything else "; --all lists them in the tables"
+    lines = [f"Out of the leading tier ({count}{more}):"]
+    for (when, than), items in groups.items():
+        after = f"after round {when}, " if when is not None else ""
+        behind = f"trailing {than}" if than else "no claim recorded"
+        lines.append(f"  {after}{behind}: {', '.join(items)}")
+    return lines
+
+
+def throughput(value: float | None) -> str:
+    """An absolute throughput to four significant digits, without an exponent."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value:.0f}" if value >= 1000 else f"{value:.4g}"
+
+
+def bench_table(r: HostReport, configs: Sequence[str]) -> tuple[list[str], list[list[str]], int]:
+    """Benchmarks in rows: margin, unit, the baseline's and the leader's median throughput,
+    then each config's speed vs the baseline (columns named by ranking place). Returns the
+    header, the rows and how many leading columns are not ratios."""
+    place, best = ranks(r), leader(r)
+    others = [c for c in configs if c != r.baseline]
+    header = ["benchmark", "margin", "unit", "baseline"]
+    if best is not None:
+        header.append("leader")
+    fixed = len(header)
+    header += [f"#{place[c]}" for c in others]
+    rows = []
+    for bench in r.benchmarks:
+        row = [
+            bench,
+            f"±{pct(r.margins[bench])}",
+            r.units.get(bench, ""),
+            throughput(r.medians.get((r.baseline, bench))),
+        ]
+        if best is not None:
+            row.append(throughput(r.medians.get((best, bench))))
+        row += [cell(r, c, bench) for c in others]
+        rows.append(row)
+    return header, rows, fixed
+
+
+def bench_title(r: HostReport) -> str:
+    best = leader(r)
+    who = f"the leader (#{ranks(r)[best]} {best})" if best else "no leader but the baseline"
+    return (
+        f"Per benchmark: median throughput of the baseline ({r.baseline}) and of {who}, and "
+        "each config's speed vs the baseline (+ faster, - slower, = equivalent, ? undecided; "
+        "# as in the ranking)"
+    )
+
+
+LOOK_COLUMNS = ["after round", "running", "leading tier", "resolved to", "margin", "put out"]
+
+
+def look_table(r: HostReport) -> list[list[str]]:
+    """The looks, with how many configs each put out (out_lines names them)."""
+    return [
+        [str(look.round), str(len(look.active)), str(len(look.leading)),
+         f"±{pct(look.resolution)}", pct(look.margin), str(len(look.eliminated))]
+        for look in r.looks
+    ]  # fmt: skip
+
+
 def choice_lines(r: HostReport) -> list[str]:
     """The 'use this' block: every value quoted for a POSIX shell."""
     c = r.choice
@@ -270,66 +389,7 @@ def choice_lines(r: HostReport) -> list[str]:
     return lines
 
 
-# --------------------------------------------------------------------------------------------
-# Terminal
-
-
-def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in header:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*row)
-    return table
-
-
-def compare_view(reports: Sequence[HostReport]) -> Group:
-    parts: list[Table | Text] = [Text("\n".join(answer_lines(reports)), style="bold")]
-    for r in reports:
-        parts.append(Text("\n".join(header_lines(r))))
-        for warning in r.warnings:
-            parts.append(Text(f"warning: {warning}", style="yellow"))
-        for problem in r.replay:
-            parts.append(Text(f"replay: {problem}", style="red"))
-        ranking = Table(
-            title=f"Ranking (geometric mean over benchmarks, vs the baseline; tier 1 could be "
-            f"the fastest: it holds a fastest config with probability at least "
-            f"{1 - SPLIT['selection']:.1%}; tier 2 is out)",
-            title_justify="left",
-        )
-        for column in RANKING_HEADER:
-            left = column in ("config", "status", "flags")
-            ranking.add_column(
-                column, justify="left" if left else "right", overflow="fold" if left else "ellipsis"
-            )
-        for row in ranking_rows(r):
-            verdict = row[4]
-            ranking.add_row(*row[:4], Text(verdict, style=STYLE.get(verdict, "")), *row[5:])
-        parts.append(ranking)
-        per = Table(
-            title="Per benchmark: speed vs baseline (+ faster, - slower, = equivalent, "
-            "? undecided; margin under each benchmark)",
-            title_justify="left",
-        )
-        per.add_column("config", overflow="fold")
-        for bench in r.benchmarks:
-            per.add_column(f"{bench}\n±{pct(r.margins[bench])}", justify="right")
-        for e in r.ranking:
-            per.add_row(e.config, *(cell(r, e.config, b) for b in r.benchmarks))
-        parts.append(per)
-        if r.looks:
-            parts.append(_table("Looks (at the scheduled rounds)", LOOK_HEADER, look_rows(r)))
-        if r.contrasts:
-            parts.append(_table(contrast_title(r), CONTRAST_HEADER, contrast_rows(r)))
-        for failure in r.failures:
-            parts.append(Text(f"failed {failure.who}: {failure.reason}", style="red"))
-        parts.append(Text("Use this", style="bold underline"))
-        # Never wrapped: the wheel path and the commands must survive a copy and paste.
-        parts.append(Text("\n".join(choice_lines(r)), no_wrap=True, overflow="ignore"))
-    return Group(*parts)
-
-
-def _gate_rows(verdict: Gate, regression: str, missing: str) -> list[list[str]]:
+def gate_rows(verdict: Gate, regression: str, missing: str) -> list[list[str]]:
     rows = [
         [c.host, c.config, c.benchmark, f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]",
          f"{c.p_holm:.3g}", regression if c.regression else ""]
@@ -352,17 +412,6 @@ def gate_title(fail_above: float) -> str:
     )
 
 
-def gate_view(verdict: Gate, fail_above: float) -> Group:
-    table = Table(title=gate_title(fail_above), title_justify="left")
-    for column in GATE_HEADER:
-        table.add_column(column)
-    for row in _gate_rows(verdict, "REGRESSION", "MISSING"):
-        flag = Text(row[-1], style="bold red")
-        table.add_row(*row[:-1], flag)
-    notes = [Text(f"not compared: {note}", style="yellow") for note in verdict.notes]
-    return Group(table, *notes)
-
-
 # --------------------------------------------------------------------------------------------
 # Markdown
 
@@ -373,7 +422,7 @@ def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
-def compare_markdown(reports: Sequence[HostReport]) -> str:
+def compare_markdown(reports: Sequence[HostReport], everything: bool = False) -> str:
     lines: list[str] = []
     for line in answer_lines(reports):
         head, colon, rest = line.partition(": ")
@@ -385,23 +434,16 @@ def compare_markdown(reports: Sequence[HostReport]) -> str:
         lines += [f"- **warning**: {w}" for w in r.warnings]
         lines += [f"- **replay**: {p}" for p in r.replay]
         lines += ["", "### Ranking", ""]
-        rows = [[row[0], f"`{row[1]}`", *row[2:]] for row in ranking_rows(r)]
-        lines += md_table(RANKING_HEADER, rows)
-        lines += [
-            "",
-            "### Per benchmark",
-            "",
-            "Speed vs baseline; `+` faster, `-` slower, `=` equivalent, `?` undecided (the "
-            "margin is shown under each benchmark).",
-            "",
-        ]
-        lines += md_table(
-            ["config", *(f"{b} (±{pct(r.margins[b])})" for b in r.benchmarks)],
-            [[f"`{e.config}`", *(cell(r, e.config, b) for b in r.benchmarks)] for e in r.ranking],
-        )
+        rows = [[row[0], f"`{row[1]}`", *row[2:]] for row in ranking_table_rows(r, everything)]
+        lines += md_table(ranking_columns(r, everything), rows)
+        if out := out_lines(r, everything):
+            lines += ["", out[0], "", *(f"- {line.strip()}" for line in out[1:])]
+        header, rows, _ = bench_table(r, shown_configs(r, everything))
+        lines += ["", "### Per benchmark", "", bench_title(r) + ".", ""]
+        lines += md_table(header, [[f"`{row[0]}`", *row[1:]] for row in rows])
         if r.looks:
             lines += ["", "### Looks", ""]
-            lines += md_table(LOOK_HEADER, look_rows(r))
+            lines += md_table(LOOK_COLUMNS, look_table(r))
         if r.contrasts:
             lines += ["", "### Seed experiments", "", contrast_title(r) + ".", ""]
             lines += md_table(CONTRAST_HEADER, contrast_rows(r))
@@ -413,7 +455,7 @@ def compare_markdown(reports: Sequence[HostReport]) -> str:
 
 
 def gate_markdown(verdict: Gate, fail_above: float) -> str:
-    rows = _gate_rows(verdict, "**REGRESSION**", "**MISSING**")
+    rows = gate_rows(verdict, "**REGRESSION**", "**MISSING**")
     notes = [f"- not compared: {note}" for note in verdict.notes]
     return "\n".join(
         [f"## {gate_title(fail_above)}", "", *md_table(GATE_HEADER, rows), "", *notes, ""]
@@ -464,6 +506,11 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
                 "fixed_equivalent": r.fixed_equivalent,
                 "processes": r.processes,
                 "benchmark_s": r.benchmark_s,
+                "throughput": {
+                    c: {b: r.medians[(c, b)] for b in r.benchmarks if (c, b) in r.medians}
+                    for c in r.configs
+                    if any((c, b) in r.medians for b in r.benchmarks)
+                },
                 "aa": {k: _estimate_json(v) for k, v in r.aa.items()},
                 "warnings": r.warnings,
                 "replay": r.replay,
