@@ -140,8 +140,8 @@ def test_tensorflow_gpu_wheel_lists_its_architectures_and_judges_gpus(
         "compute_50; the wheel has SASS " + ", ".join(cuda["sass"])
     ) in proc.stderr
 
-    # The README's example is this wheel's real listing and verdict.
-    readme = (REPO / "README.md").read_text()
+    # The reference's example is this wheel's real listing and verdict.
+    readme = (REPO / "docs" / "reference.md").read_text()
     example = readme.split(f"$ tfbuild inspect {gpu_wheel.name} --gpu sm_50", 1)[1]
     example = example.split("```", 1)[0]
     assert f"│ {', '.join(cuda['sass'])} │ {', '.join(cuda['ptx'])} │" in example

@@ -12,7 +12,7 @@ suites are never compared.
 Version 2 timed less work per process than version 1, and version 3 half the steps per sample of
 version 2: on a shared machine the spread between processes (thread placement, memory layout,
 neighbours) dominates the spread within one, so more, cheaper processes buy more precision per
-second than longer ones (`tfbuild calibrate` measures it; the README shows the table). Each
+second than longer ones (`tfbuild calibrate` measures it; docs/reference.md shows the table). Each
 process records where its time went: import, building, tracing, warm-up, timed samples.
 
 The experiments come from:
@@ -47,7 +47,7 @@ BENCHMARKS = (
     "input-pinned",
 )
 # Iterations in one timed sample and timed samples per process, fixed for every build so that
-# every build does the same work (chosen with `tfbuild calibrate`, see the README).
+# every build does the same work (chosen with `tfbuild calibrate`, see docs/reference.md).
 ITERATIONS = {
     "gru-keras": 4,
     "gru-static": 4,
