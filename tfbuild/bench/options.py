@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,9 @@ class SessionOptions:
     """Memory limit for benchmark containers, e.g. 8g (Docker runtime)."""
     host_key: str | None = None
     """The machine class the results are compared as (--host-key); None: from the host."""
+    build_failures: Mapping[str, str] = field(default_factory=dict)
+    """Variants whose build failed just before the session (`tfbuild run`), with the build's
+    message: recorded as failed at their build, not as missing a wheel."""
 
 
 @dataclass(frozen=True, kw_only=True)

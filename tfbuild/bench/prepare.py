@@ -4,6 +4,7 @@ reason, and the session goes on without it."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -121,6 +122,14 @@ def _prepare_variant(
         reasons = "; ".join(pv.verdict.reasons)
         reporter.note(f"[yellow]skip[/] {name}: {reasons}")
         return fail_variant(results, name, "plan", f"cannot run here: {reasons}"), None
+    if name in options.build_failures:
+        message = options.build_failures[name]
+        first = message.splitlines()[0]
+        log = re.search(r"--- last lines of (\S+) ---", message)
+        where = f"; the log: {log.group(1)}" if log else ""
+        reporter.note(f"[red]fail[/] {name}: its build failed")
+        reason = f"its build failed: {first.removeprefix(name + ': ')}{where}"
+        return fail_variant(results, name, "build", reason, {"log_tail": message}), None
     try:
         reporter.running(f"fetching {name}")
         artifact, downloaded = fetch(variant, workspace.store, settings, options.refresh)

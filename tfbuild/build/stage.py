@@ -259,10 +259,10 @@ def build_many(
     reporter: Reporter,
     options: BuildOptions,
     jobs: int = 1,
-) -> list[str]:
+) -> dict[str, str]:
     """Build the planned variants (`jobs` at a time on the engine), each outcome reported as it
-    comes; returns the failures, one message each, with the build log's tail."""
-    failures: list[str] = []
+    comes; returns the failures by variant name, each message with the build log's tail."""
+    failures: dict[str, str] = {}
     reporter.start(len(variants), "building")
 
     def one(planned: PlannedVariant) -> None:
@@ -270,7 +270,7 @@ def build_many(
         try:
             outcome = build_variant(planned, plan, store, reporter, options)
         except (BuildFailed, InstallError) as exc:
-            failures.append(str(exc))
+            failures[planned.variant.name] = str(exc)
             reporter.note(f"[red]failed[/] {exc}")
         else:
             reporter.note(

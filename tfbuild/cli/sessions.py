@@ -7,6 +7,7 @@ on, makes one plan for it and hands that plan to the stages: build (run only), t
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -421,7 +422,8 @@ def run(**params: Any) -> None:
                 else:
                     buildable.append(pv)
             if buildable:
-                build_many(buildable, plan, workspace.store, reporter, BuildOptions())
+                failed = build_many(buildable, plan, workspace.store, reporter, BuildOptions())
+                options = dataclasses.replace(options, build_failures=failed)
         path = run_session(plan, options, workspace, reporter, SequentialLooks())
     _require_measurements(load(path), path)
     reports = analyse(load_sessions([path]))
