@@ -55,8 +55,8 @@ class Reporter:
         """The amount of work changed (a sequential session re-estimates it after each look)."""
         self.total = max(total, self.done)
 
-    def advance(self, description: str) -> None:
-        self.done += 1
+    def advance(self, description: str, steps: int = 1) -> None:
+        self.done += steps
         self.total = max(self.total, self.done)
         elapsed = time.monotonic() - self.started
         eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
@@ -73,7 +73,7 @@ class QuietReporter(Reporter):
     def start(self, total: int, description: str) -> None:
         return None
 
-    def advance(self, description: str) -> None:
+    def advance(self, description: str, steps: int = 1) -> None:
         return None
 
 
@@ -122,9 +122,9 @@ class RichReporter(Reporter):
         if self.task is not None:
             self.progress.update(self.task, total=self.total)
 
-    def advance(self, description: str) -> None:
+    def advance(self, description: str, steps: int = 1) -> None:
         if self.task is not None:
-            self.progress.update(self.task, advance=1, description=description)
+            self.progress.update(self.task, advance=steps, description=description)
 
 
 def make_reporter(quiet: bool) -> Reporter:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support.cext import build_wheel
 from support.cli import run_tfbuild, toy_wheel
-from support.env import require
+from support.env import FIXTURES, require
 
 pytestmark = [pytest.mark.slow]
 
@@ -18,6 +18,9 @@ pytestmark = [pytest.mark.slow]
 @pytest.fixture(scope="module")
 def qemu() -> None:
     require(shutil.which("qemu-x86_64") is not None, "qemu-user is not installed")
+
+
+PENRYN = FIXTURES / "cpuinfo" / "penryn-core2-duo-t9600.cpuinfo"
 
 
 def inspect(wheel: Path, cache: Path, *args: str) -> tuple[int, dict[str, object]]:
@@ -83,6 +86,40 @@ def test_stock_tensorflow_baseline_is_avx(qemu: None, tf_workspace: Path, tmp_pa
     assert "SandyBridge-v1: passes" in out, out
     assert "Nehalem-v1: dies with SIGILL" in out, out
     assert code == 6
+    _one_story(wheel, cache, tmp_path)
+
+
+def _one_story(wheel: Path, cache: Path, tmp_path: Path) -> None:
+    """The extension table, the summary, the verdict for a saved Penryn profile and `tfbuild
+    matrix --host` for the same profile agree on what the stock wheel requires: AVX and what
+    it implies; a Penryn lacks SSE4.2, POPCNT and AVX of it."""
+    profile = tmp_path / "penryn.json"
+    detected = run_tfbuild("detect", "--cpuinfo", str(PENRYN), "--output", str(profile))
+    assert detected.returncode == 0, detected.stderr
+    wide = {"COLUMNS": "250"}
+    proc = run_tfbuild("inspect", str(wheel), "--cache-dir", str(cache), "--host", str(profile),
+                       env=wide)  # fmt: skip
+    assert proc.returncode == 6, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("Verdict for Intel(R) Core(TM)2 Duo CPU T9600")  # answer first
+    needs = "needs SSE4.2, POPCNT, AVX; this CPU has up to SSE4.1"
+    assert f"will crash here: {needs}" in lines[1]
+    summary = next(line for line in lines if line.startswith("needs "))
+    assert "AVX (and SSE3, SSSE3, SSE4.1, SSE4.2, POPCNT, which it implies)" in summary
+    required = {
+        cells[1]: cells[4].split(":")[0]
+        for line in lines
+        if line.startswith("│ ")
+        and len(cells := [c.strip() for c in line.split("│")]) > 5
+        and cells[1] != "extension"
+    }
+    yes = {name for name, answer in required.items() if answer == "yes"}
+    assert yes == {"SSE3", "SSSE3", "SSE4.1", "SSE4.2", "POPCNT", "AVX"} & set(required), required
+    assert {"SSE4.2", "POPCNT", "AVX"} <= yes and required["AVX2"] == "no"
+    plan = run_tfbuild("matrix", "--matrix", str(tmp_path / "matrix.yaml"), "--host",
+                       str(profile), env=wide)  # fmt: skip
+    assert plan.returncode == 0, plan.stderr
+    assert f"no: {needs}" in " ".join(plan.stdout.split())
 
 
 def test_verify_says_how_to_get_qemu(tmp_path: Path) -> None:

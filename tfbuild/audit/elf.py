@@ -6,8 +6,11 @@ from __future__ import annotations
 import mmap
 import struct
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -15,11 +18,28 @@ ELF_MAGIC = b"\x7fELF"
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment")
 
 
+_SYM = np.dtype(
+    [("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"), ("value", "<u8"),
+     ("size", "<u8")]
+)  # fmt: skip
+_RELA = np.dtype([("offset", "<u8"), ("info", "<u8"), ("addend", "<i8")])
+
+
 @dataclass(frozen=True)
-class Function:
-    start: int
-    end: int
-    name: str | None
+class Functions:
+    """Every function of an object, sorted by start: its extent, and where its name is in the
+    string table (-1 for none; Elf.name reads it). Arrays, not objects: a large library has
+    three quarters of a million functions."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    names: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def where(self, keep: np.ndarray) -> Functions:
+        return Functions(self.starts[keep], self.ends[keep], self.names[keep])
 
 
 @dataclass(frozen=True)
@@ -72,23 +92,33 @@ class Elf:
         end = self.data.find(b"\0", offset)
         return self.data[offset:end].decode("utf-8", "replace")
 
-    def symbols(self) -> list[tuple[int, int, str]]:
-        """Defined function symbols (value, size, name) from .symtab, else .dynsym."""
-        out = []
+    def name(self, at: int) -> str | None:
+        """The string at `at` in the file (a symbol's name), or None for -1."""
+        return self._cstr(at) if at >= 0 else None
+
+    def _table(self, section: Section, dtype: np.dtype) -> np.ndarray:
+        count = section.size // dtype.itemsize
+        return np.frombuffer(self.data, dtype=dtype, count=count, offset=section.offset)
+
+    def symbols(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Defined function symbols from .symtab, else .dynsym: values, sizes and where each
+        name is in the file."""
         for table in (".symtab", ".dynsym"):
             if table not in self.sections:
                 continue
             section = self.sections[table]
-            strtab = self.by_index[section.link]
-            for off in range(section.offset, section.offset + section.size, 24):
-                name_off, info, _, shndx, value, size = struct.unpack_from(
-                    "<IBBHQQ", self.data, off
+            syms = self._table(section, _SYM)
+            keep = ((syms["info"] & 0xF) == 2) & (syms["shndx"] != 0) & (syms["value"] != 0)
+            if keep.any():
+                found = syms[keep]
+                strtab = self.by_index[section.link].offset
+                return (
+                    found["value"].astype(np.int64),
+                    found["size"].astype(np.int64),
+                    found["name"].astype(np.int64) + strtab,
                 )
-                if info & 0xF == 2 and shndx != 0 and value:  # STT_FUNC, defined
-                    out.append((value, size, self._cstr(strtab.offset + name_off)))
-            if out:
-                break
-        return out
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
 
     def dynamic_symbols(self) -> dict[str, int]:
         out = {}
@@ -134,50 +164,79 @@ class Elf:
             off += next_
         return names
 
-    def functions(self) -> list[Function]:
-        """Every function with its extent: unwind table (.eh_frame_hdr) and symbols merged."""
-        named = {value: (size, name) for value, size, name in self.symbols()}
-        extents: dict[int, int] = {}
-        if ".eh_frame_hdr" in self.sections:
-            extents = self._eh_frame_extents()
-        for value, (size, _) in named.items():
-            if value not in extents and size:
-                extents[value] = value + size
+    def functions(self) -> Functions:
+        """Every function with its extent: the unwind table (.eh_frame_hdr) and the symbols
+        merged. A start the unwind table gives keeps its extent; a symbol adds its start with
+        its size; each function ends at the next one's start at the latest, and one with no
+        extent runs to the next start (16 bytes at the end of .text)."""
+        values, sizes, names = self.symbols()
+        order = np.argsort(values, kind="stable")
+        values, sizes, names = values[order], sizes[order], names[order]
+        last = np.ones(len(values), dtype=bool)  # of symbols at one value, the last names it
+        last[:-1] = values[1:] != values[:-1]
+        values, sizes, names = values[last], sizes[last], names[last]
+        unwound, unwound_ends = self._eh_frame_extents()
+        by_symbol = ~np.isin(values, unwound) & (sizes != 0)
+        starts = np.concatenate([unwound, values[by_symbol]])
+        ends = np.concatenate([unwound_ends, values[by_symbol] + sizes[by_symbol]])
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+        keep = np.ones(len(starts), dtype=bool)  # a start listed twice: its last extent
+        keep[:-1] = starts[1:] != starts[:-1]
+        starts, ends = starts[keep], ends[keep]
+        following = np.empty_like(starts)
+        following[:-1] = starts[1:]
+        following[-1:] = -1
+        has_next = np.arange(len(starts)) < len(starts) - 1
+        ends = np.where(
+            has_next, np.where(ends > starts, np.minimum(ends, following), following), ends
+        )
         text = self.sections.get(".text")
-        starts = sorted(extents)
-        functions = []
-        for i, start in enumerate(starts):
-            end = extents[start]
-            if i + 1 < len(starts):
-                end = min(end, starts[i + 1]) if end > start else starts[i + 1]
-            if end <= start and text is not None:
-                end = min(start + 16, text.addr + text.size)
-            functions.append(Function(start, end, named.get(start, (0, None))[1]))
-        return functions
+        if text is not None:
+            short = ends <= starts
+            ends = np.where(short, np.minimum(starts + 16, text.addr + text.size), ends)
+        at = np.searchsorted(values, starts)
+        named = (at < len(values)) & (values[np.minimum(at, max(len(values) - 1, 0))] == starts)
+        name_at = np.full(len(starts), -1, dtype=np.int64)
+        if len(values):
+            name_at[named] = names[at[named]]
+        return Functions(starts, ends, name_at)
 
-    def _eh_frame_extents(self) -> dict[int, int]:
+    def _eh_frame_extents(self) -> tuple[np.ndarray, np.ndarray]:
+        """Starts and ends of the functions the unwind table lists (an end equal to the start
+        when its FDE cannot be read)."""
+        empty = np.zeros(0, dtype=np.int64)
+        if ".eh_frame_hdr" not in self.sections:
+            return empty, empty
         hdr = self.sections[".eh_frame_hdr"]
         base = hdr.offset
         version, ptr_enc, count_enc, table_enc = struct.unpack_from("<BBBB", self.data, base)
         if version != 1 or ptr_enc != 0x1B or count_enc != 0x03 or table_enc != 0x3B:
-            return {}
+            return empty, empty
         (count,) = struct.unpack_from("<I", self.data, base + 8)
+        table = np.frombuffer(self.data, dtype="<i4", count=2 * count, offset=base + 12)
+        starts = hdr.addr + table[0::2].astype(np.int64)
+        fde_addr = hdr.addr + table[1::2].astype(np.int64)
+        ends = starts.copy()
         eh = self.sections.get(".eh_frame")
-        extents = {}
-        for i in range(count):
-            loc, fde = struct.unpack_from("<ii", self.data, base + 12 + 8 * i)
-            start = hdr.addr + loc
-            fde_addr = hdr.addr + fde
-            end = start
-            if eh is not None and eh.addr <= fde_addr < eh.addr + eh.size:
-                fde_off = eh.offset + (fde_addr - eh.addr)
-                (length,) = struct.unpack_from("<I", self.data, fde_off)
-                if length != 0xFFFFFFFF:
-                    pc_begin, pc_range = struct.unpack_from("<iI", self.data, fde_off + 8)
-                    if fde_addr + 8 + pc_begin == start:  # pcrel sdata4, the usual encoding
-                        end = start + pc_range
-            extents[start] = end
-        return extents
+        if eh is not None:
+            inside = (fde_addr >= eh.addr) & (fde_addr + 16 <= eh.addr + eh.size)
+            offsets = eh.offset + (fde_addr[inside] - eh.addr)
+            raw = np.frombuffer(self.data, dtype=np.uint8)
+
+            def word(at: np.ndarray, dtype: str) -> np.ndarray:
+                picked: np.ndarray = raw[at[:, None] + np.arange(4)].copy()
+                words: np.ndarray = picked.view(dtype).reshape(-1).astype(np.int64)
+                return words
+
+            length = word(offsets, "<u4")
+            pc_begin = word(offsets + 8, "<i4")
+            pc_range = word(offsets + 12, "<u4")
+            fdes = fde_addr[inside]
+            good = (length != 0xFFFFFFFF) & (fdes + 8 + pc_begin == starts[inside])
+            idx = np.flatnonzero(inside)[good]
+            ends[idx] = starts[idx] + pc_range[good]
+        return starts, ends
 
     def init_entry_points(self) -> list[int]:
         """Functions the dynamic loader calls on load: DT_INIT and the DT_INIT_ARRAY entries."""
@@ -225,27 +284,28 @@ class Elf:
                     targets[first + stride * k] = value
         return targets
 
-    def pointer_slots(self) -> dict[int, int]:
-        """Data slot address -> the code address the dynamic linker stores there (GOT entries
-        and pointer tables: R_X86_64_RELATIVE, GLOB_DAT and 64 relocations in .rela.dyn)."""
-        if ".rela.dyn" not in self.sections:
+    def pointer_slots(self, addresses: Iterable[int]) -> dict[int, int]:
+        """Of these data slot addresses, those the dynamic linker stores a code address in
+        (GOT entries and pointer tables: R_X86_64_RELATIVE, GLOB_DAT and 64 relocations in
+        .rela.dyn), with that address. Looked up for the slots asked about only: a large
+        library has millions of relocations."""
+        wanted = np.fromiter(set(addresses), dtype=np.uint64)
+        if ".rela.dyn" not in self.sections or not len(wanted):
             return {}
-        values: list[int] = []
+        relocs = self._table(self.sections[".rela.dyn"], _RELA)
+        relocs = relocs[np.isin(relocs["offset"], wanted)]
+        values: np.ndarray | None = None
         if ".dynsym" in self.sections:
-            dynsym = self.sections[".dynsym"]
-            values = [
-                struct.unpack_from("<IBBHQQ", self.data, off)[4]
-                for off in range(dynsym.offset, dynsym.offset + dynsym.size, 24)
-            ]
-        rela = self.sections[".rela.dyn"]
+            values = self._table(self.sections[".dynsym"], _SYM)["value"]
         slots = {}
-        for off in range(rela.offset, rela.offset + rela.size, 24):
-            r_offset, r_info, addend = struct.unpack_from("<QQq", self.data, off)
+        for r_offset, r_info, addend in relocs.tolist():
             kind, index = r_info & 0xFFFFFFFF, r_info >> 32
             if kind == 8:  # RELATIVE
                 slots[r_offset] = addend
-            elif kind in (1, 6) and 0 < index < len(values) and values[index]:  # 64, GLOB_DAT
-                slots[r_offset] = values[index] + (addend if kind == 1 else 0)
+            elif kind in (1, 6) and values is not None and 0 < index < len(values):
+                value = int(values[index])
+                if value:  # 64, GLOB_DAT
+                    slots[r_offset] = value + (addend if kind == 1 else 0)
         return slots
 
     def _at(self, addr: int, size: int) -> bytes:

@@ -50,6 +50,7 @@ def inspect_wheel(
     refresh: bool = False,
     workers: int | None = None,
     pip_settings: PipSettings = INHERIT_PIP,
+    progress: isa.Progress | None = None,
 ) -> dict[str, Any]:
     """The audit report of a wheel, from the cache when this wheel was audited before.
 
@@ -60,11 +61,11 @@ def inspect_wheel(
     digest = _digest(wheel, cache_dir)
     device_code = cuobjdump.DeviceCode(cache_dir, pip_settings, retry=refresh)
     if cache_dir is None:
-        return _audit(wheel, digest, None, refresh, workers, device_code)
+        return _audit(wheel, digest, None, refresh, workers, device_code, progress)
     cached = cache_path(cache_dir, digest)
     # Sessions sharing a cache audit a wheel one at a time: the second reads the first's report.
     with locked(cached.with_name(f".{cached.name}.lock")):
-        return _audit(wheel, digest, cached, refresh, workers, device_code)
+        return _audit(wheel, digest, cached, refresh, workers, device_code, progress)
 
 
 def _audit(
@@ -74,6 +75,7 @@ def _audit(
     refresh: bool,
     workers: int | None,
     device_code: cuobjdump.DeviceCode,
+    progress: isa.Progress | None = None,
 ) -> dict[str, Any]:
     if cached is not None and not refresh:
         report = _cached_report(cached, digest)
@@ -86,7 +88,7 @@ def _audit(
     try:
         manifest = wheelfile.embedded_manifest(wheel)
         declared = isa.declared_flags(manifest)
-        objects = isa.audit_wheel(wheel, declared, workers, device_code)
+        objects = isa.audit_wheel(wheel, declared, workers, device_code, progress)
     except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
         raise BadWheel(f"{wheel}: damaged wheel archive ({exc})") from exc
     report = build_report(

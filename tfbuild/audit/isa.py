@@ -18,9 +18,7 @@ architectures of CUDA device code (SASS and PTX) are listed by cuobjdump (tfbuil
 
 from __future__ import annotations
 
-import bisect
 import functools
-import mmap
 import multiprocessing
 import os
 import re
@@ -29,12 +27,15 @@ import struct
 import tempfile
 import zipfile
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfbuild.audit.elf import ELF_MAGIC, FATBIN_SECTIONS, Elf, Function, OtherMachine
+import numpy as np
+
+from tfbuild.audit.elf import ELF_MAGIC, FATBIN_SECTIONS, Elf, Functions, OtherMachine
 from tfbuild.machine import cpu
 
 ANALYSIS_VERSION = 4
@@ -42,6 +43,9 @@ PERVASIVE_SHARE = 0.05
 PERVASIVE_MIN_FUNCTIONS = 20
 
 DeviceCodeLister = Callable[[Path], dict[str, Any]]
+Progress = Callable[[int, int, str], None]
+"""Told before the first object and after each: bytes of objects audited, of how many, the
+object just done."""
 """An object's file -> its device code: checked, sass, ptx, note (tfbuild.cuobjdump)."""
 
 # iced-x86 CPUID feature names -> the names tfbuild reports (cpuinfo spelling where one
@@ -134,55 +138,114 @@ def _feature_names() -> dict[int, str]:
     return {value: FEATURES[name] for value, name in names.items() if name in FEATURES}
 
 
-Decoded = tuple[int, dict[str, int], list[int], list[int], bool]
+_CPUID = ("",)
+"""What the action table holds for the CPUID instruction itself."""
 
 
-def _decode(job: tuple[str, int, int, list[tuple[int, int]]]) -> list[Decoded]:
-    """Decode functions [(start, end)] of one object; per function: extension counts, the
-    targets of its direct calls and jumps that leave it, the code addresses it takes
-    (RIP-relative LEA, or a GOT slot it loads), and whether it executes CPUID."""
+@functools.cache
+def _actions() -> tuple[dict[int, tuple[str, ...]], Any]:
+    """Per instruction code, the extensions it counts as (filled as codes are met; CPUID is
+    marked), and the decoder module."""
     import iced_x86
 
-    path, text_addr, text_offset, ranges = job
-    wanted = _feature_names()
-    call_codes = {iced_x86.Code.CALL_REL32_64, iced_x86.Code.JMP_REL32_64}
-    # A function's address, taken (LEA) or loaded from a GOT slot (MOV) relative to RIP.
-    address_codes = {iced_x86.Code.LEA_R64_M, iced_x86.Code.MOV_R64_RM64}
     # TZCNT and LZCNT are encoded as REP BSF / REP BSR: CPUs without BMI1/LZCNT run them as
     # BSF/BSR instead of faulting, so compilers emit them for any target. They need nothing.
-    harmless = {c for n, c in vars(iced_x86.Code).items() if n.startswith(("TZCNT_", "LZCNT_"))}
-    features_of: dict[int, tuple[str, ...]] = {}
-    out = []
-    with Path(path).open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+    actions: dict[int, tuple[str, ...]] = {
+        c: () for n, c in vars(iced_x86.Code).items() if n.startswith(("TZCNT_", "LZCNT_"))
+    }
+    actions[iced_x86.Code.CPUID] = _CPUID
+    return actions, iced_x86
+
+
+Counted = tuple[list[tuple[int, dict[str, int]]], bool]
+
+
+_JOB: dict[str, Any] = {}
+"""The object being counted: its path, where .text is, its functions. Set before the worker
+processes fork, so a job is only a slice of the function table."""
+
+
+def _count(job: tuple[int, int]) -> Counted:
+    """The extensions each function of a slice of the object uses (functions that use none
+    are left out), and whether any of them executes CPUID. Each function is read on its own
+    (pread), so a process holds one function's bytes, never the object."""
+    path, text_addr, text_offset = _JOB["path"], _JOB["text_addr"], _JOB["text_offset"]
+    functions: Functions = _JOB["functions"]
+    lo, hi = job
+    ranges = zip(functions.starts[lo:hi].tolist(), functions.ends[lo:hi].tolist(), strict=True)
+    actions, iced_x86 = _actions()
+    wanted = _feature_names()
+    out: list[tuple[int, dict[str, int]]] = []
+    cpuid = False
+    fd = os.open(path, os.O_RDONLY)
+    try:
         for start, end in ranges:
-            offset = text_offset + (start - text_addr)
-            decoder = iced_x86.Decoder(64, data[offset : offset + (end - start)], ip=start)
-            counts: dict[str, int] = {}
-            targets = []
-            taken = []
-            cpuid = False
-            for ins in decoder:
+            data = os.pread(fd, end - start, text_offset + (start - text_addr))
+            counts: dict[str, int] | None = None
+            for ins in iced_x86.Decoder(64, data, ip=start):
                 code = ins.code
-                names = features_of.get(code)
+                names = actions.get(code)
                 if names is None:
-                    names = (
-                        ()
-                        if code in harmless
-                        else tuple(wanted[f] for f in ins.cpuid_features() if f in wanted)
-                    )
-                    features_of[code] = names
+                    names = tuple(wanted[f] for f in ins.cpuid_features() if f in wanted)
+                    actions[code] = names
+                if not names:
+                    continue
+                if names is _CPUID:
+                    cpuid = True
+                    continue
+                if counts is None:
+                    counts = {}
                 for name in names:
                     counts[name] = counts.get(name, 0) + 1
-                if code in call_codes:
-                    target = ins.near_branch_target
-                    if not start <= target < end:
-                        targets.append(target)
-                elif code in address_codes and ins.is_ip_rel_memory_operand:
-                    taken.append(ins.ip_rel_memory_address)
-                elif code == iced_x86.Code.CPUID:
-                    cpuid = True
-            out.append((start, counts, targets, taken, cpuid))
-    return out
+            if counts:
+                out.append((start, counts))
+    finally:
+        os.close(fd)
+    return out, cpuid
+
+
+class _Calls:
+    """The direct calls and jumps leaving a function, and the code addresses it takes
+    (RIP-relative LEA, or a GOT slot it loads): decoded when first asked for, which the walk
+    from the load-time entry points does for the few functions it reaches."""
+
+    def __init__(self, path: Path, text_addr: int, text_offset: int, functions: Functions):
+        self.fd = os.open(path, os.O_RDONLY)
+        self.text_addr, self.text_offset, self.functions = text_addr, text_offset, functions
+        self.known: dict[int, tuple[list[int], list[int]]] = {}
+
+    def starts_at(self, address: int) -> bool:
+        """Whether a function starts at this address."""
+        starts = self.functions.starts
+        i = int(np.searchsorted(starts, address))
+        return i < len(starts) and int(starts[i]) == address
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def of(self, start: int) -> tuple[list[int], list[int]]:
+        found = self.known.get(start)
+        if found is None:
+            i = int(np.searchsorted(self.functions.starts, start))
+            end = int(self.functions.ends[i])
+            found = self.known[start] = self._decode(start, end)
+        return found
+
+    def _decode(self, start: int, end: int) -> tuple[list[int], list[int]]:
+        _, iced_x86 = _actions()
+        code = iced_x86.Code
+        jumps = {code.CALL_REL32_64, code.JMP_REL32_64}
+        loads = {code.LEA_R64_M, code.MOV_R64_RM64}
+        data = os.pread(self.fd, end - start, self.text_offset + (start - self.text_addr))
+        targets, taken = [], []
+        for ins in iced_x86.Decoder(64, data, ip=start):
+            if ins.code in jumps:
+                target = ins.near_branch_target
+                if not start <= target < end:
+                    targets.append(target)
+            elif ins.code in loads and ins.is_ip_rel_memory_operand:
+                taken.append(ins.ip_rel_memory_address)
+        return targets, taken
 
 
 # --------------------------------------------------------------------------------------------
@@ -210,69 +273,104 @@ def audit_object(
 ) -> ObjectAudit:
     elf = Elf(path)
     try:
-        functions = [f for f in elf.functions() if f.end > f.start]
-        text = elf.sections.get(".text")
-        if text is None or not functions:
-            return ObjectAudit(label, 0, {}, {}, *_versions(elf), None, 0, 0)
-        in_text = [f for f in functions if text.addr <= f.start < text.addr + text.size]
-        roots = set(elf.init_entry_points())
-        roots |= {v for k, v in elf.dynamic_symbols().items() if k.startswith("PyInit_")}
-        plt = elf.plt_targets()
-        slots = elf.pointer_slots()
-        glibc, glibcxx = _versions(elf)
-        cuda = _cuda(elf, path, device_code)
-        text_addr, text_offset = text.addr, text.offset
+        return _audit_elf(elf, path, label, workers, declared, device_code)
     finally:
         elf.close()
-    jobs = _chunks(str(path), text_addr, text_offset, in_text, workers)
-    results: list[Decoded] = []
-    if workers > 1 and len(jobs) > 1:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            for part in pool.imap_unordered(_decode, jobs):
-                results += part
-    else:
-        for job in jobs:
-            results += _decode(job)
-    names = {f.start: f.name for f in in_text}
-    per_function = {start: counts for start, counts, _, _, _ in results}
-    edges = {start: targets for start, _, targets, _, _ in results}
-    pointers = {start: taken for start, _, _, taken, _ in results if taken}
-    checks_cpu = any(cpuid for *_, cpuid in results)
-    starts = sorted(per_function)
+
+
+def _audit_elf(
+    elf: Elf,
+    path: Path,
+    label: str,
+    workers: int,
+    declared: Iterable[str],
+    device_code: DeviceCodeLister | None,
+) -> ObjectAudit:
+    every = elf.functions()
+    every = every.where(every.ends > every.starts)
+    text = elf.sections.get(".text")
+    if text is None or not len(every):
+        return ObjectAudit(label, 0, {}, {}, *_versions(elf), None, 0, 0)
+    in_text = every.where((every.starts >= text.addr) & (every.starts < text.addr + text.size))
+    del every
+    jobs = _chunks(len(in_text), workers)
+    used: list[tuple[int, dict[str, int]]] = []
+    checks_cpu = False
+
+    def tables() -> tuple[set[int], dict[int, int], tuple[str | None, str | None], Any]:
+        roots = set(elf.init_entry_points())
+        roots |= {v for k, v in elf.dynamic_symbols().items() if k.startswith("PyInit_")}
+        return roots, elf.plt_targets(), _versions(elf), _cuda(elf, path, device_code)
+
+    _JOB.update(path=str(path), text_addr=text.addr, text_offset=text.offset, functions=in_text)
+    try:
+        if workers > 1 and len(jobs) > 1:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                counted = pool.imap_unordered(_count, jobs)
+                # the tables the walk needs are read while the workers decode
+                roots, plt, (glibc, glibcxx), cuda = tables()
+                for part, cpuid in counted:
+                    used += part
+                    checks_cpu = checks_cpu or cpuid
+        else:
+            roots, plt, (glibc, glibcxx), cuda = tables()
+            for job in jobs:
+                part, cpuid = _count(job)
+                used += part
+                checks_cpu = checks_cpu or cpuid
+    finally:
+        _JOB.clear()
+
+    def name_of(start: int) -> str:
+        i = int(np.searchsorted(in_text.starts, start))
+        return elf.name(int(in_text.names[i])) or f"0x{start:x}"
+
+    per_function = dict(used)
     usage: dict[str, Usage] = defaultdict(Usage)
-    for start, counts in per_function.items():
+    heaviest: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for start, counts in used:
         for name, n in counts.items():
             u = usage[name]
             u.instructions += n
             u.functions += 1
-            u.examples.append((n, names.get(start) or f"0x{start:x}"))
-    for u in usage.values():
-        u.examples = sorted(u.examples, reverse=True)[:3]
-    reachable = _reachable(roots, starts, edges, plt)
-    baseline: dict[str, list[str]] = defaultdict(list)
-    for start in reachable:
-        for name in per_function.get(start, {}):
-            if "runs on load" not in baseline[name]:
-                baseline[name].append("runs on load")
-    total = len(per_function)
+            heaviest[name].append((n, start))
     for name, u in usage.items():
-        if u.functions >= PERVASIVE_MIN_FUNCTIONS and u.functions / total >= PERVASIVE_SHARE:
-            baseline[name].append(f"pervasive ({u.functions / total:.0%} of functions)")
-    for name in declared:
-        if name in usage:
-            baseline[name].append("compiled for it (manifest copts)")
-    # Code whose address is taken by code that runs on load may be called through the pointer
-    # right away. With a CPU check (CPUID) in the object that is the dispatch pattern; without
-    # one, nothing shows that the call waits for a check, so the extensions count as unproven.
-    unchecked: dict[str, list[str]] = {}
-    if not checks_cpu:
-        exact = set(starts)
-        addresses = (slots.get(a, a) for f in reachable for a in pointers.get(f, ()))
-        taken_roots = [a for a in addresses if a in exact]
-        for start in _reachable(taken_roots, starts, edges, plt) - reachable:
+        # the three heaviest users, ties broken by name (only the tied ones are read)
+        sizes = sorted((n for n, _ in heaviest[name]), reverse=True)
+        floor = sizes[min(2, len(sizes) - 1)]
+        tied = [(n, name_of(s)) for n, s in heaviest[name] if n >= floor]
+        u.examples = sorted(tied, reverse=True)[:3]
+    calls = _Calls(path, text.addr, text.offset, in_text)
+    try:
+        reachable = _reachable(roots, in_text, calls, plt)
+        baseline: dict[str, list[str]] = defaultdict(list)
+        for start in reachable:
             for name in per_function.get(start, {}):
-                if name not in baseline:
-                    unchecked.setdefault(name, []).append(names.get(start) or f"0x{start:x}")
+                if "runs on load" not in baseline[name]:
+                    baseline[name].append("runs on load")
+        total = len(in_text)
+        for name, u in usage.items():
+            if u.functions >= PERVASIVE_MIN_FUNCTIONS and u.functions / total >= PERVASIVE_SHARE:
+                baseline[name].append(f"pervasive ({u.functions / total:.0%} of functions)")
+        for name in declared:
+            if name in usage:
+                baseline[name].append("compiled for it (manifest copts)")
+        # Code whose address is taken by code that runs on load may be called through the
+        # pointer right away. With a CPU check (CPUID) in the object that is the dispatch
+        # pattern; without one, nothing shows that the call waits for a check, so the
+        # extensions count as unproven.
+        unchecked: dict[str, list[str]] = {}
+        if not checks_cpu:
+            taken = [a for f in reachable for a in calls.of(f)[1]]
+            slots = elf.pointer_slots(taken)
+            addresses = [slots.get(a, a) for a in taken]
+            taken_roots = [a for a in addresses if calls.starts_at(a)]
+            for start in _reachable(taken_roots, in_text, calls, plt) - reachable:
+                for name in per_function.get(start, {}):
+                    if name not in baseline:
+                        unchecked.setdefault(name, []).append(name_of(start))
+    finally:
+        calls.close()
     return ObjectAudit(
         path=label,
         functions=total,
@@ -287,24 +385,23 @@ def audit_object(
     )
 
 
-def _chunks(
-    path: str, text_addr: int, text_offset: int, functions: Sequence[Function], workers: int
-) -> list[tuple[str, int, int, list[tuple[int, int]]]]:
-    pieces = max(1, workers * 4) if len(functions) > 2000 else 1
-    size = -(-len(functions) // pieces)
-    return [
-        (path, text_addr, text_offset, [(f.start, f.end) for f in functions[i : i + size]])
-        for i in range(0, len(functions), size)
-    ]
+def _chunks(count: int, workers: int) -> list[tuple[int, int]]:
+    """Slices of the function table, a few per worker for a large object."""
+    pieces = max(1, workers * 4) if count > 2000 else 1
+    size = -(-count // pieces)
+    return [(i, min(count, i + size)) for i in range(0, count, size)]
 
 
 def _reachable(
-    roots: Iterable[int], starts: list[int], edges: dict[int, list[int]], plt: dict[int, int]
+    roots: Iterable[int], functions: Functions, calls: _Calls, plt: dict[int, int]
 ) -> set[int]:
+    """The functions reached from `roots` by direct calls and jumps (through the PLT)."""
+    starts = functions.starts
+
     def owner(address: int) -> int | None:
         address = plt.get(address, address)
-        i = bisect.bisect_right(starts, address) - 1
-        return starts[i] if i >= 0 else None
+        i = int(np.searchsorted(starts, address, side="right")) - 1
+        return int(starts[i]) if i >= 0 else None
 
     seen: set[int] = set()
     todo = [f for r in roots if (f := owner(r)) is not None]
@@ -313,7 +410,7 @@ def _reachable(
         if start in seen:
             continue
         seen.add(start)
-        todo += [f for t in edges.get(start, ()) if (f := owner(t)) is not None and f not in seen]
+        todo += [f for t in calls.of(start)[0] if (f := owner(t)) is not None and f not in seen]
     return seen
 
 
@@ -367,17 +464,36 @@ def audit_wheel(
     declared: Iterable[str] = (),
     workers: int | None = None,
     device_code: DeviceCodeLister | None = None,
+    progress: Progress | None = None,
 ) -> list[ObjectAudit]:
+    """Every ELF object of the wheel audited, in archive order; `progress` is told after each
+    object how many bytes of objects are done, of how many."""
     workers = workers or max(1, len(os.sched_getaffinity(0)))
     audits = []
     with (
         zipfile.ZipFile(wheel) as archive,
         tempfile.TemporaryDirectory(prefix="tfbuild-isa-") as tmp,
+        ThreadPoolExecutor(max_workers=1) as unpacker,
     ):
-        for name in elf_members(archive):
-            target = Path(tmp) / "object.so"
-            with archive.open(name) as source, target.open("wb") as out:
+        members = elf_members(archive)
+        sizes = [archive.getinfo(name).file_size for name in members]
+        done = 0
+        if progress is not None:
+            progress(0, sum(sizes), "")
+
+        def extract(i: int) -> Path:
+            target = Path(tmp) / f"object-{i}.so"
+            with archive.open(members[i]) as source, target.open("wb") as out:
                 shutil.copyfileobj(source, out, 1 << 20)
+            return target
+
+        # The next object is unpacked (zlib lets go of the interpreter) while this one is
+        # decoded by the workers.
+        pending = unpacker.submit(extract, 0) if members else None
+        for i, name in enumerate(members):
+            assert pending is not None
+            target = pending.result()
+            pending = unpacker.submit(extract, i + 1) if i + 1 < len(members) else None
             try:
                 audits.append(audit_object(target, name, workers, declared, device_code))
             except OtherMachine:
@@ -387,6 +503,11 @@ def audit_wheel(
                 audits.append(ObjectAudit(name, 0, {}, {}, None, None, None, 0, 0, error))
             finally:
                 target.unlink(missing_ok=True)
+                done += sizes[i]
+                if progress is not None:
+                    progress(done, sum(sizes), name)
+        if pending is not None:
+            pending.result().unlink(missing_ok=True)
     return audits
 
 

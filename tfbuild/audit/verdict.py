@@ -114,15 +114,27 @@ class WheelVerdict:
         return [self.cpu, f"glibc: {self.glibc}", f"CUDA: {self.cuda}"]
 
 
-def verdict(report: dict[str, Any], target: Target) -> WheelVerdict:
+def required_flags(report: dict[str, Any]) -> set[str]:
+    """Every extension a CPU must have for the wheel: its baseline and what each baseline
+    extension implies (AVX brings SSE4.2 and POPCNT), as `tfbuild matrix` counts them."""
+    table = {flag.cpuinfo: name for name, flag in cpu.tf_flag_table().items()}
     needed = set(report["baseline"]["all"])
+    for flag in report["baseline"]["flags"]:
+        if flag in table:
+            needed |= cpu.cpuinfo_flags_for([table[flag]])
+    return needed
+
+
+def verdict(report: dict[str, Any], target: Target) -> WheelVerdict:
+    needed = required_flags(report)
     missing = cpu.missing_flags(needed, target.flags)
     top = cpu.highest_extension(target.flags)
     required = ", ".join(cpu.display_name(f) for f in report["baseline"]["flags"]) or "x86-64"
     runs: bool | None = True
     blockers: list[str] = []
     if missing:
-        names = ", ".join(cpu.display_name(f) for f in isa.minimal(missing))
+        # every extension the CPU lacks, as `tfbuild matrix` lists them for a plan
+        names = ", ".join(cpu.display_name(f) for f in missing)
         cpu_line = f"will crash here: needs {names}; this CPU has up to {top}"
         runs = False
         blockers.append(cpu_line)

@@ -140,6 +140,7 @@ def inspect(
         verdict_json,
         with_gpus,
     )
+    from tfbuild.progress import make_reporter
     from tfbuild.report.inspection import inspect_view
 
     settings = InspectSettings(
@@ -154,9 +155,26 @@ def inspect(
         cache_dir=cache_folder(cache_dir),
     )
     argument = WheelArgument.resolve(settings.target, settings.matrix, settings.store)
-    report = inspect_wheel(
-        argument.wheel, settings.cache_dir, settings.refresh, pip_settings=argument.pip
-    )
+    reporter = make_reporter(False)
+    state = {"started": 0, "shown": 0}
+
+    def progress(done: int, total: int, name: str) -> None:
+        """In MB of machine code, a step each twentieth of the wheel (and the last)."""
+        if not state["started"]:
+            reporter.start(max(1, total >> 20), f"auditing {argument.wheel.name}, MB of code")
+            state["started"] = 1
+        if (done - state["shown"]) * 20 >= total or done == total:
+            reporter.advance(name.rsplit("/", 1)[-1], (done >> 20) - (state["shown"] >> 20))
+            state["shown"] = done
+
+    with reporter:
+        report = inspect_wheel(
+            argument.wheel,
+            settings.cache_dir,
+            settings.refresh,
+            pip_settings=argument.pip,
+            progress=progress,
+        )
     goal = (
         target_for_model(settings.cpu_model)
         if settings.cpu_model

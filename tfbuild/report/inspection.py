@@ -9,7 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from tfbuild.audit.verdict import Target, WheelVerdict
+from tfbuild.audit.verdict import Target, WheelVerdict, required_flags
 from tfbuild.machine import cpu
 from tfbuild.report.terminal import kv_table
 
@@ -40,8 +40,14 @@ def inspect_view(report: dict[str, Any], result: WheelVerdict, target: Target) -
     ]
     baseline = report["baseline"]
     needed = ", ".join(cpu.display_name(f) for f in baseline["flags"]) or "x86-64 only"
+    implied = [
+        f for f in cpu.missing_flags(required_flags(report), ()) if f not in baseline["flags"]
+    ]
+    if implied:
+        needed += f" (and {', '.join(cpu.display_name(f) for f in implied)}, which it implies)"
     reasons = _why_summary(baseline["why"], baseline["flags"])
-    parts: list[Table | Text] = [kv_table("Wheel", rows), Text("")]
+    parts: list[Table | Text] = [*_verdict(result, target), Text(""), kv_table("Wheel", rows)]
+    parts.append(Text(""))
     parts.append(
         kv_table(
             "Baseline (what a CPU must have)",
@@ -75,10 +81,14 @@ def inspect_view(report: dict[str, Any], result: WheelVerdict, target: Target) -
     )
     if cuda is not None:
         parts += [Text(""), _device_code_table(report)]
+    return Group(*parts)
+
+
+def _verdict(result: WheelVerdict, target: Target) -> list[Table | Text]:
+    """The answer, first: whether the wheel runs on the target, and what stops it."""
     style = {True: "green", False: "bold red", None: "yellow"}[result.runs]
     cuda_style = "bold red" if any(b.startswith("CUDA ") for b in result.blockers) else ""
-    parts += [
-        Text(""),
+    return [
         kv_table(
             f"Verdict for {target.label}",
             [
@@ -86,9 +96,8 @@ def inspect_view(report: dict[str, Any], result: WheelVerdict, target: Target) -
                 ("glibc", result.glibc),
                 ("CUDA", Text(result.cuda, style=cuda_style)),
             ],
-        ),
+        )
     ]
-    return Group(*parts)
 
 
 def _manifest_line(manifest: dict[str, Any] | None) -> str:
@@ -123,6 +132,12 @@ def _usage_table(report: dict[str, Any]) -> Table:
     objects = [o for o in report["objects"] if o["usage"]]
     total_functions = sum(o["functions"] for o in report["objects"]) or 1
     baseline = report["baseline"]["why"]
+    implied_by = {
+        f: need
+        for need in report["baseline"]["flags"]
+        for f in cpu.cpuinfo_flags_for([_tf_name(need)])
+        if f != need
+    }
     order = {flag.cpuinfo: i for i, flag in enumerate(cpu.tf_flag_table().values())}
     flags = sorted({f for o in objects for f in o["usage"]}, key=lambda f: (order.get(f, 99), f))
     table = Table(
@@ -141,15 +156,13 @@ def _usage_table(report: dict[str, Any]) -> Table:
         instructions = sum(u["instructions"] for u, _ in users)
         functions = sum(u["functions"] for u, _ in users)
         top = max(users, key=lambda item: item[0]["instructions"])
-        required = (
-            Text(
-                "yes: "
-                + ", ".join(sorted({r.partition(": ")[2].split(" (")[0] for r in baseline[f]})),
-                style="bold",
-            )
-            if f in baseline
-            else Text("no: dispatched", style="dim")
-        )
+        if f in baseline:
+            why = ", ".join(sorted({r.partition(": ")[2].split(" (")[0] for r in baseline[f]}))
+            required = Text(f"yes: {why}", style="bold")
+        elif f in implied_by:
+            required = Text(f"yes: implied by {cpu.display_name(implied_by[f])}", style="bold")
+        else:
+            required = Text("no: dispatched", style="dim")
         example = top[0]["examples"][0] if top[0]["examples"] else ""
         table.add_row(
             cpu.display_name(f),
@@ -160,6 +173,11 @@ def _usage_table(report: dict[str, Any]) -> Table:
             example[:70],
         )
     return table
+
+
+def _tf_name(cpuinfo: str) -> str:
+    """The extension table's name of a cpuinfo flag."""
+    return next((n for n, f in cpu.tf_flag_table().items() if f.cpuinfo == cpuinfo), cpuinfo)
 
 
 def _cuda_line(cuda: dict[str, Any] | None) -> str:

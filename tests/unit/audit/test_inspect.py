@@ -88,3 +88,19 @@ def test_sessions_sharing_a_cache_audit_a_wheel_once(tmp_path: Path) -> None:
     reports = [json.loads(out) for out, _ in outputs]
     assert sorted(r["cached"] for r in reports) == [False, True]
     assert reports[0]["objects"] == reports[1]["objects"]
+
+
+def test_a_cold_audit_shows_progress_and_the_verdict_comes_first(tmp_path: Path) -> None:
+    """Auditing says what it is doing on stderr as it goes (the amount of code, then each step
+    with elapsed time and an estimate of what is left); a cached report needs none; the verdict
+    is the first thing printed."""
+    good = elf_wheel(tmp_path / ELF_WHEEL_NAME, shared_object(tmp_path))
+    cache = tmp_path / "cache"
+    cold = run_tfbuild("inspect", str(good), "--cache-dir", str(cache))
+    assert cold.returncode == 0, cold.stderr
+    progress = cold.stderr.strip().splitlines()
+    assert progress[0] == f"auditing {ELF_WHEEL_NAME}, MB of code (1)"
+    assert progress[-1].startswith("[") and "s left)" in progress[-1]
+    assert cold.stdout.splitlines()[0].startswith("Verdict for ")
+    warm = run_tfbuild("inspect", str(good), "--cache-dir", str(cache))
+    assert warm.returncode == 0 and warm.stderr == "", warm.stderr
