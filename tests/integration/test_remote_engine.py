@@ -266,7 +266,7 @@ def test_run_plans_once_for_the_engines_machine(
     """`tfbuild run` through a remote engine chooses the engine's machine first and makes one
     plan for it, a `march: host` source variant included (its -march is the engine machine's);
     the build of that variant (whose build image the engine lacks) and the benchmarks work from
-    that plan."""
+    that plan; the failed build is recorded as one."""
     url, remote = remote_engine
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(
@@ -294,7 +294,11 @@ suite: {{benchmarks: [matmul-pinned], rounds: 2}}
     doc = json.loads(path.read_text())
     assert doc["host"]["hostname"] == plan["hostname"]
     (failure,) = doc["failures"]
-    assert failure["variant"] == "tuned" and failure["stage"] == "fetch"
+    # the build failed (no build image on the engine): said as such, not as a missing wheel
+    assert failure["variant"] == "tuned" and failure["stage"] == "build"
+    assert failure["reason"].startswith("its build failed: base image tfbuild-test/absent:none "
+                                        "is not on the engine"), failure["reason"]  # fmt: skip
+    assert "tfbuild build --variant" not in failure["reason"]
     assert {r["config"] for r in doc["runs"]} == {"tf:default", "tf:default~aa"}
 
 
