@@ -69,6 +69,9 @@ class Replay:
     """Commands GitHub's runners have that this machine must stand in for (sudo)."""
     env: Mapping[str, str] = field(default_factory=dict)
     results: dict[str, list[JobResult]] = field(default_factory=dict)
+    path: str = ".github/workflows/tfbuild-nightly.yml"
+    """Where the workflow is committed in the repository (GitHub says so in
+    GITHUB_WORKFLOW_REF)."""
 
     # -- expressions ------------------------------------------------------------------------
 
@@ -199,6 +202,8 @@ class Replay:
             "GITHUB_WORKSPACE": str(workspace),
             "GITHUB_EVENT_NAME": self.event,
             "GITHUB_RUN_ID": str(self.run_id),
+            "GITHUB_REPOSITORY": "octo-org/tfbuild",
+            "GITHUB_WORKFLOW_REF": f"octo-org/tfbuild/{self.path}@refs/heads/main",
             "GITHUB_STEP_SUMMARY": str(files["summary"]),
             "RUNNER_OS": "Linux",
             "RUNNER_TEMP": str(home),

@@ -163,16 +163,28 @@ def github(
         fail_above=settings.fail_above,
     )
     text = workflow.render(matrix, generator)
+    if not settings.check and not _under_workflows(settings.out):
+        click.echo(
+            f"tfbuild: warning: {settings.out} is not under .github/workflows/, the only place "
+            "GitHub runs workflows from; commit it there (any name: its drift check reads the "
+            "path it is committed at)",
+            err=True,
+        )
     if settings.check:
         if not workflow.is_current(settings.out, text):
             raise StaleOutput(
                 f"{settings.out} is not what `tfbuild ci github` generates from {shown} now; "
-                f"regenerate it with `tfbuild ci github --out {settings.out}`"
+                f"regenerate it with the same command without --check"
             )
         click.echo(f"{settings.out} is current")
         return
     atomic_write_text(settings.out, text)
     click.echo(f"wrote {settings.out}")
+
+
+def _under_workflows(path: Path) -> bool:
+    parts = path.resolve().parts
+    return any(parts[i : i + 2] == (".github", "workflows") for i in range(len(parts) - 2))
 
 
 @ci.command()

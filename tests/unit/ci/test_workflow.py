@@ -4,9 +4,16 @@ results the gate compares with."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+import yaml
 from support.cli import run_tfbuild
-from support.env import FIXTURES
+from support.env import FIXTURES, REPO
 
 from tfbuild.ci.workflow import check_install
 from tfbuild.errors import UsageError
@@ -38,3 +45,64 @@ def test_installs_by_a_foreign_name_are_refused(command: str, name: str, owner: 
         check_install(command)
     proc = run_tfbuild("ci", "github", "--install", command, "--out", "/dev/null")
     assert proc.returncode == 64 and "by name from the package index" in proc.stderr
+
+
+def _generate(folder: Path, out: str) -> subprocess.CompletedProcess[str]:
+    shutil.copy(REPO / "matrix.yaml", folder / "matrix.yaml")
+    return run_tfbuild("ci", "github", "--install", "pip install .", "--out", out, cwd=folder)
+
+
+def test_generated_anywhere_committed_anywhere_under_workflows(tmp_path: Path) -> None:
+    """Generated outside .github/workflows/ it says where GitHub looks, and the text is the
+    same as generated there; committed under another name, its own drift-check step (run by
+    bash with the variables GitHub sets) finds it current, and finds an edit."""
+    proc = _generate(tmp_path, "build/wf.yml")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: build/wf.yml is not under .github/workflows/" in proc.stderr
+    inside = _generate(tmp_path, ".github/workflows/tfbuild-nightly.yml")
+    assert inside.returncode == 0 and "warning" not in inside.stderr, inside.stderr
+    text = (tmp_path / "build" / "wf.yml").read_text()
+    assert text == (tmp_path / ".github" / "workflows" / "tfbuild-nightly.yml").read_text()
+    committed = tmp_path / ".github" / "workflows" / "nightly.yml"
+    committed.write_text(text)
+    step = next(
+        s for s in yaml.safe_load(text)["jobs"]["plan"]["steps"]
+        if s.get("name") == "Check the workflow matches the matrix"
+    )  # fmt: skip
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "GITHUB_REPOSITORY": "octo-org/tfbuild",
+        "GITHUB_WORKFLOW_REF": "octo-org/tfbuild/.github/workflows/nightly.yml@refs/heads/main",
+    }
+
+    def check() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-eo", "pipefail", "-c", step["run"]],
+            cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=300,
+        )  # fmt: skip
+
+    proc = check()
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ".github/workflows/nightly.yml is current"
+    committed.write_text(text.replace("avx2-fma", "avx2"))
+    assert check().returncode == 13
+
+
+def test_bazel_cache_keys_change_with_the_release_and_the_recipe() -> None:
+    """actions/cache entries are never updated: the key names the TensorFlow release the plan
+    job chose and hashes what the recipe is made of, so a new release or template saves anew."""
+    text = (REPO / ".github" / "workflows" / "tfbuild-nightly.yml").read_text()
+    (cache,) = [
+        s for s in yaml.safe_load(text)["jobs"]["build"]["steps"]
+        if s.get("uses", "").startswith("actions/cache@")
+    ]  # fmt: skip
+    key = " ".join(cache["with"]["key"].split())
+    assert key.startswith("bazel-${{ matrix.variant }}-${{ matrix.for }}-")
+    assert "tf${{ needs.plan.outputs.tensorflow }}-" in key
+    assert "hashFiles('matrix.yaml', 'templates/**', 'tfbuild/data/tensorflow.yaml')" in key
+    first = cache["with"]["restore-keys"].splitlines()[0]
+    assert (
+        first
+        == "bazel-${{ matrix.variant }}-${{ matrix.for }}-tf${{ needs.plan.outputs.tensorflow }}-"
+    )
