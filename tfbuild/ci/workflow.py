@@ -194,7 +194,7 @@ def _build_job(s: Settings, fanout: Mapping[str, Any]) -> dict[str, Any]:
         "if": "needs.plan.outputs.run == 'true'",
         "name": "build ${{ matrix.variant }} for ${{ matrix.for }}",
         "runs-on": s.build_runner,
-        "timeout-minutes": 360,
+        "timeout-minutes": BUILD_TIMEOUT_MIN,
         "strategy": {"fail-fast": False, "matrix": fanout},
         "steps": [
             *_setup(s.install),
@@ -373,10 +373,34 @@ def render(matrix: Matrix, settings: Settings) -> str:
     header = HEADER.format(
         matrix=settings.matrix_file,
         threshold=settings.fail_above,
-        tuned=tuned_note(fanout["host_tuned"], settings),
+        tuned=tuned_note(fanout["host_tuned"], settings) + left_out_note(fanout["left_out"]),
     )
     body = yaml.dump(workflow(matrix, settings), Dumper=_Dumper, sort_keys=False, width=100)
     return header + body
+
+
+BUILD_TIMEOUT_MIN = 360
+
+
+def summary(matrix: Matrix, s: Settings) -> list[str]:
+    """What the generated workflow runs where, and what it leaves out: for `ci github`'s own
+    output."""
+    fanout = ci_fanout(matrix, s.bench_hosts)
+    builds = [f"{b['variant']} (for {b['for']})" for b in fanout["build"]["include"]]
+    lines = []
+    if builds:
+        lines.append(
+            f"build: {len(builds)} job(s) on {s.build_runner}, up to {BUILD_TIMEOUT_MIN} min "
+            f"each: {', '.join(builds)}"
+        )
+    lines.append(f"bench: one job per runner: {', '.join(s.bench_runners)}")
+    lines += [f"not built: {name}: {why}" for name, why in fanout["left_out"].items()]
+    return lines
+
+
+def left_out_note(left_out: Mapping[str, str]) -> str:
+    """The source variants the workflow does not build, and why, for its header."""
+    return "".join(f"# Not built: {name}, {why}.\n" for name, why in left_out.items())
 
 
 def tuned_note(tuned: Sequence[str], s: Settings) -> str:

@@ -180,6 +180,8 @@ def github(
         return
     atomic_write_text(settings.out, text)
     click.echo(f"wrote {settings.out}")
+    for line in workflow.summary(matrix, generator):
+        click.echo(f"  {line}")
 
 
 def _under_workflows(path: Path) -> bool:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from tfbuild.config.model import Matrix, Tuning, Variant
 from tfbuild.config.values import KNOWN_ENV
 from tfbuild.files import digest
 from tfbuild.machine import cpu
-from tfbuild.machine.profile import HostProfile
+from tfbuild.machine.profile import GpuInfo, HostProfile, load_profile
 from tfbuild.plan.runtimes import Runtimes
 from tfbuild.plan.select import select
 from tfbuild.plan.target import (
@@ -154,23 +155,41 @@ class Plan:
         }
 
 
+NO_GPU = GpuInfo(None)
+
+
 def ci_fanout(matrix: Matrix, bench_hosts: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The CI build fan-out: one job per source variant, built whatever CPU the build runner
     has; a `march: host` variant is built once for each bench runner with a saved profile
     (`bench_hosts`: runner label -> `tfbuild detect --json` file), for that runner's CPU, and
-    the runners without one skip it."""
+    the runners without one skip it. A CUDA variant is built only when a bench runner's saved
+    profile has a GPU: nothing else could measure it (`left_out` says so)."""
     hosts = dict(bench_hosts or {})
     include: list[dict[str, str]] = []
     tuned = []
+    left_out: dict[str, str] = {}
+    gpus = {r: load_profile(Path(path)).gpus or NO_GPU for r, path in hosts.items()}
     for v in matrix.variants:
         if v.source != "bazel":
+            continue
+        if v.cuda is not None and not any(cuda_verdict(v.cuda, g)[0] for g in gpus.values()):
+            left_out[v.name] = (
+                f"a CUDA build ({', '.join(v.cuda.compute_capabilities)}), and no bench runner "
+                "has a GPU that runs it to measure it (--bench-host RUNNER=PROFILE with such a "
+                "GPU in the profile)"
+            )
             continue
         if v.march != "host":
             include.append({"variant": v.name, "for": "any", "host": ""})
             continue
         tuned.append(v.name)
         include += [{"variant": v.name, "for": r, "host": path} for r, path in hosts.items()]
-    return {"build": {"include": include}, "host_tuned": tuned, "bench_hosts": hosts}
+    return {
+        "build": {"include": include},
+        "host_tuned": tuned,
+        "bench_hosts": hosts,
+        "left_out": left_out,
+    }
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ results the gate compares with."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -106,3 +107,37 @@ def test_bazel_cache_keys_change_with_the_release_and_the_recipe() -> None:
         first
         == "bazel-${{ matrix.variant }}-${{ matrix.for }}-tf${{ needs.plan.outputs.tensorflow }}-"
     )
+
+
+def test_cuda_variants_are_built_only_for_a_bench_runner_with_a_gpu(tmp_path: Path) -> None:
+    """Without a bench runner whose saved profile has a GPU the CUDA variant is left out (the
+    file and the command's output say why); with one it is built, and the output says on
+    which runner and for how long each build may run."""
+    shutil.copy(REPO / "matrix.yaml", tmp_path / "matrix.yaml")
+    profile = tmp_path / "gpu-box.json"
+    proc = run_tfbuild("detect", "--cpuinfo", str(SKYLAKE), "--output", str(profile))
+    assert proc.returncode == 0, proc.stderr
+    plain = json.loads(profile.read_text())
+    with_gpu = {**plain, "gpus": {"nvidia_smi": "550.54", "error": None, "devices": [
+        {"index": 0, "name": "NVIDIA H100", "compute_capability": "9.0",
+         "driver_version": "550.54", "memory_mib": 81559}]}}  # fmt: skip
+    (tmp_path / "gpu.json").write_text(json.dumps(with_gpu))
+    common = ("ci", "github", "--install", "pip install .", "--build-runner", "big-builder",
+              "--bench-runner", "gpu-box", "--out", ".github/workflows/n.yml")  # fmt: skip
+    without = run_tfbuild(*common, "--bench-host", f"gpu-box={profile}", cwd=tmp_path)
+    assert without.returncode == 0, without.stderr
+    text = (tmp_path / ".github" / "workflows" / "n.yml").read_text()
+    assert "# Not built: cuda-sm90, a CUDA build (sm_90, compute_90), and no bench runner" in text
+    assert "not built: cuda-sm90" in without.stdout
+    builds = yaml.safe_load(text)["jobs"]["build"]
+    assert builds["runs-on"] == "big-builder"
+    assert "cuda-sm90" not in {b["variant"] for b in builds["strategy"]["matrix"]["include"]}
+    gpu = run_tfbuild(*common, "--bench-host", f"gpu-box={tmp_path / 'gpu.json'}", cwd=tmp_path)
+    assert gpu.returncode == 0, gpu.stderr
+    text = (tmp_path / ".github" / "workflows" / "n.yml").read_text()
+    assert "Not built" not in text and "not built" not in gpu.stdout
+    variants = {
+        b["variant"] for b in yaml.safe_load(text)["jobs"]["build"]["strategy"]["matrix"]["include"]
+    }
+    assert "cuda-sm90" in variants
+    assert "build: 5 job(s) on big-builder, up to 360 min each" in gpu.stdout
