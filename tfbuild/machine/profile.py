@@ -209,8 +209,11 @@ def recommend(
     march = cpu_profile.march
     march_copts: tuple[str, ...] = ()
     if march is not None:
-        host_march = march.name if build_host_is_target else "x86-64-v3"
-        march_copts = (f"--copt=-march={march.name}", f"--host_copt=-march={host_march}")
+        # Build-time tools as in the copts form: the target's -march only when the build
+        # machine is the target, else TensorFlow's release baseline (-mavx), which a build
+        # machine without AVX2 still runs.
+        host = f"-march={march.name}" if build_host_is_target else "-mavx"
+        march_copts = (f"--copt=-march={march.name}", f"--host_copt={host}")
         spec = cpu.marches().get(march.name)
         if spec is not None and spec.vendor != "any":
             notes.append(

@@ -75,6 +75,8 @@ def test_profile_from_saved_cpuinfo(name: str) -> None:
     # A saved cpuinfo is another machine: build tools must not get its flags.
     assert rec.host_copts == ("--host_copt=-mavx",)
     assert rec.march_copts[0] == f"--copt=-march={expect.march}"
+    # ... in the -march form too: a build machine without AVX2 runs the tools bazel builds
+    assert rec.march_copts[1] == "--host_copt=-mavx"
     assert rec.threads.intra_op == expect.physical
     assert rec.threads.inter_op == expect.sockets
     # Planning for another machine knows nothing of this one.
