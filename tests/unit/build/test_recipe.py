@@ -108,6 +108,8 @@ def run_build(r: Recipe, snapshot: str, bazelversion: str | None, tmp_path: Path
     for tool in ("bazel", "tfbuild-preflight"):
         (bin_dir / tool).chmod(0o755)
     script = render(r, template_dirs(None)).build_script.replace(SOURCE_DIR, str(tree))
+    # In its container the script owns /tmp; here a folder of this test stands in for it.
+    script = script.replace("/tmp/tfbuild-wheel", str(tmp_path / "tfbuild-wheel"))
     (tmp_path / "build.sh").write_text(script)
     out = tmp_path / "out"
     proc = subprocess.run(
