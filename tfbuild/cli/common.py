@@ -124,6 +124,18 @@ HOST_KEY_OPTION = click.option(
 )
 
 
+def format_option(formats: dict[str, str]) -> Callable[[F], F]:
+    """--format FMT, the first of `formats` by default; the help says what each is for."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(list(formats)),
+        default=next(iter(formats)),
+        show_default=True,
+        help="; ".join(f"{name}: {use}" for name, use in formats.items()) + ".",
+    )
+
+
 def results_option(help_text: str) -> Callable[[F], F]:
     return click.option(
         "--results",

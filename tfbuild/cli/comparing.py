@@ -12,7 +12,13 @@ import click
 from rich.console import Console
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.common import console, debug_option, parse_fraction, results_paths
+from tfbuild.cli.common import (
+    console,
+    debug_option,
+    format_option,
+    parse_fraction,
+    results_paths,
+)
 from tfbuild.errors import RegressionFound, UsageError
 
 
@@ -43,14 +49,13 @@ def _margin(value: str | None) -> float | None:
 
 @cli.command()
 @click.argument("results_files", nargs=-1, required=True, metavar="RESULTS...")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "markdown", "json", "html"]),
-    default="table",
-    show_default=True,
-    help="table: for a terminal; markdown: for a job summary or a pull request; json: every "
-    "figure, for scripts; html: one self-contained page with charts.",
+@format_option(
+    {
+        "table": "for a terminal",
+        "markdown": "for a job summary or a pull request",
+        "json": "every figure, for scripts",
+        "html": "one self-contained page with charts",
+    }
 )
 @click.option(
     "--output",
@@ -195,14 +200,7 @@ def compare(
     type=click.IntRange(2, None),
     help="Take the first look after this many rounds (default: the recorded design's).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="table: for a person; json: the numbers, for scripts.",
-)
+@format_option({"table": "for a person", "json": "the numbers, for scripts"})
 @debug_option
 def replay(results_files: tuple[str, ...], min_rounds: int | None, fmt: str) -> None:
     """What today's decision rules would have done with recorded sequential sessions

@@ -27,6 +27,7 @@ from tfbuild.cli.common import (
     cache_option,
     console,
     debug_option,
+    format_option,
     matrix_option,
     parse_cpus,
     parse_host_key,
@@ -274,14 +275,7 @@ class CalibrateSettings:
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     help="Show the table of an earlier calibration file instead of running one.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "markdown"]),
-    default="table",
-    show_default=True,
-    help="table: for a terminal; markdown: for a job summary or a pull request.",
-)
+@format_option({"table": "for a terminal", "markdown": "for a job summary or a pull request"})
 @QUIET_OPTION
 @debug_option
 def calibrate(
