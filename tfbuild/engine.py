@@ -26,6 +26,10 @@ from tfbuild.errors import BuildFailed, EngineUnavailable
 from tfbuild.text import first_line
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
+MAKE_BASE_IMAGE = (
+    "make it with `tfbuild base-image` (pulled by the matrix's digest, or debootstrap where no "
+    "registry answers)"
+)
 
 BENCH_UID = 10001
 BENCH_USER = f"{BENCH_UID}:{BENCH_UID}"
@@ -92,6 +96,32 @@ def image_info(reference: str) -> dict[str, Any] | None:
         "digests": list(image.attrs.get("RepoDigests") or []),
         "labels": dict(image.labels or {}),
     }
+
+
+class PullRefused(Exception):
+    """The registry answered a pull and refused it (no such image or digest, no access); the
+    message is the engine's answer."""
+
+
+class RegistryUnreachable(Exception):
+    """The engine got no answer from the registry (no route, no name, connection refused); the
+    message is the engine's answer."""
+
+
+def pull(reference: str) -> str:
+    """Pull an image by its reference (a digest pins it) through the engine; the image id.
+    Raises PullRefused when the registry answers no, RegistryUnreachable when the engine gets
+    no answer from it, each with the engine's own words."""
+    from docker.errors import APIError
+
+    try:
+        image = client().images.pull(reference)
+    except APIError as exc:
+        answer = str(exc.explanation or exc)
+        if exc.status_code in (401, 403, 404) or "manifest unknown" in answer:
+            raise PullRefused(answer) from exc
+        raise RegistryUnreachable(answer) from exc
+    return str(image.id)
 
 
 class Context:

@@ -1,23 +1,28 @@
-"""The generated nightly workflow, replayed on this machine step by step (support/ghactions.py):
-plan -> build (the toy recipe, for real, on the Docker engine) -> bench on two runner classes
--> compare and the regression gate, with artifacts and caches as folders.
+"""The generated nightly workflow, replayed step by step (support/ghactions.py) in a clean
+container that holds only what GitHub's hosted Ubuntu 24.04 runner image lists
+(support/runner.py): plan -> build (the toy recipe, for real, on the Docker engine, from a base
+image pulled by digest) -> bench on two runner classes -> compare and the regression gate, with
+artifacts and caches as folders. A step that calls a command the runner image does not have
+fails, as the base-image step generated before did (it made the image with debootstrap).
 
-Stand-ins, because they cannot run here: GitHub itself (support/ghactions.py), `sudo`
-(the tests run as root), pip's isolated build environment (each `pip install .` builds with
-the test environment's hatchling), and the benchmark: two runner classes are two saved host
-profiles (a Haswell and a Skylake-SP Xeon), and `tfbuild bench` in the bench job writes a
-prepared results file for its runner's class instead of measuring (a real bench session on
-this machine is tests/integration/test_bench.py). The second nights reuse the first night's builds.
+Stand-ins, because they cannot run here: GitHub itself (support/ghactions.py), the runner image
+(a container of the Debian base image whose PATH holds only the listed commands; see
+support/runner.py for what stands in for what), Docker Hub (a registry on this machine, holding
+the debootstrapped Debian image, support/registry.py), and the benchmark: two runner classes
+are two saved host profiles (a Haswell and a Skylake-SP Xeon), and `tfbuild bench` in the bench
+job writes a prepared results file for its runner's class instead of measuring (a real bench
+session on this machine is tests/integration/test_bench.py). The jobs share one runner
+container and its setup-python venv; the second nights reuse the first night's builds.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import subprocess
-import sys
+import uuid
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +32,10 @@ import yaml
 from support.cli import run_tfbuild
 from support.env import FIXTURES, REPO
 from support.ghactions import Replay
+from support.registry import push, registry
+from support.runner import PYTHON_BIN, SYSTEM_PATH, listed, runner_image
+from support.runner import environment as runner_environment
+from support.runner import runner as runner_container
 from support.synthetic import session, write
 
 from tfbuild.results.model import Results, RunFailure
@@ -59,9 +68,27 @@ exec "$@"
 
 
 @pytest.fixture(scope="module")
-def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This repository, plus a matrix of toy variants (one tuned with `march: host`), the two
-    runners' saved profiles, and the workflow generated for them."""
+def pinned(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Docker Hub's stand-in, up while the module runs: the Debian base image in a registry on
+    this machine, as ADDRESS/debian@sha256:DIGEST."""
+    with registry(tmp_path_factory.mktemp("registry")) as address:
+        yield push(base_image, address, "debian:bookworm")
+
+
+@pytest.fixture(scope="module")
+def replay_base() -> Iterator[str]:
+    """The tag the replay's matrix names for its base images: on no engine before the replay,
+    as on a fresh hosted runner."""
+    tag = f"tfbuild-replay/base-{uuid.uuid4().hex[:10]}:bookworm"
+    yield tag
+    subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory: pytest.TempPathFactory, pinned: str, replay_base: str) -> Path:
+    """This repository, plus a matrix of toy variants (one tuned with `march: host`, base
+    images from the registry by digest), the two runners' saved profiles, and the workflow
+    generated for them."""
     repo = tmp_path_factory.mktemp("repo")
     tracked = subprocess.run(
         ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=False
@@ -79,6 +106,12 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "  - {name: tuned, source: bazel, march: host}\n",
     )
     assert "name: tuned" in matrix
+    images = '  base_images: {build: "tfbuild/base:bookworm", runtime: "tfbuild/base:bookworm"}\n'
+    assert images in matrix
+    matrix = matrix.replace(
+        images,
+        f'  base_images: {{build: "{replay_base}", runtime: "{replay_base}", from: "{pinned}"}}\n',
+    )
     (toy / "matrix.yaml").write_text(matrix)
     for runner, cpuinfo in RUNNERS.items():
         out = repo / "hosts" / f"{runner}.json"
@@ -94,13 +127,16 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def python_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """actions/setup-python's interpreter: a fresh venv (the test environment's packages
-    visible, so `pip install .` builds and installs only tfbuild itself)."""
-    venv = tmp_path_factory.mktemp("setup-python") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                   check=True)  # fmt: skip
-    return venv / "bin"
+def standin(base_image: str, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The runner image's stand-in (support/runner.py)."""
+    return runner_image(base_image, wheelhouse, tmp_path_factory.mktemp("runner"))
+
+
+@pytest.fixture
+def container(standin: str, tmp_path: Path) -> Iterator[str]:
+    """A runner container for one test's nights, the test's folder mounted where it is."""
+    with runner_container(standin, [tmp_path]) as started:
+        yield started
 
 
 def workflow(repository: Path) -> dict[str, Any]:
@@ -131,29 +167,28 @@ def tonight(effects: dict[str, Any], seed: int, crash: str | None = None) -> dic
 
 
 class Night:
-    def __init__(self, repository: Path, python_bin: Path, root: Path, run_id: int) -> None:
+    def __init__(self, repository: Path, container: str, root: Path, run_id: int) -> None:
         self.root = root
         shims = root / "shims"
         shims.mkdir(parents=True)
         for name, text in (("tfbuild", BENCH_SHIM), ("sudo", SUDO_SHIM)):
             (shims / name).write_text(text)
             (shims / name).chmod(0o755)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TFBUILD_")}
-        env.update(REPLAY_DIR=str(root), VENV=str(python_bin.parent), TFBUILD_TF_SOURCE="toy/src")
-        # `pip install .` builds with the test environment's hatchling instead of fetching it
-        # into a fresh build environment for each of the ~20 jobs (3.5 s an install, not 7).
-        env.update(PIP_NO_BUILD_ISOLATION="0", PIP_DISABLE_PIP_VERSION_CHECK="1")
+        env = runner_environment()
+        env.update(REPLAY_DIR=str(root), VENV=str(PYTHON_BIN.parent), TFBUILD_TF_SOURCE="toy/src")
         self.replay = Replay(
             workflow=workflow(repository),
             repository=repository,
             root=root / "jobs",
-            python_bin=python_bin,
+            python_bin=PYTHON_BIN,
             caches=root / "caches",
             artifacts=root / "artifacts",
             run_id=run_id,
             secrets={"TFBUILD_BAZEL_REMOTE_HEADER": "Authorization=Bearer s3cr3t"},
             extra_path=shims,
             env=env,
+            container=container,
+            system_path=SYSTEM_PATH,
         )
 
     def results(self, docs: dict[str, Results]) -> None:
@@ -197,10 +232,55 @@ def test_workflow_secrets_and_installs(repository: Path) -> None:
     assert valid.returncode == 0, valid.stdout + valid.stderr
 
 
-def test_nightly_workflow_replayed(
-    repository: Path, python_bin: Path, base_image: str, tmp_path: Path
+def test_the_runner_standin_has_only_listed_commands(
+    repository: Path, container: str, tmp_path: Path
 ) -> None:
-    first = Night(repository, python_bin, tmp_path / "night-1", run_id=1)
+    """Every command on the stand-in's PATH is on the runner image's list, and one this
+    Debian has that the list does not is not found by a step."""
+    on_path = subprocess.run(["docker", "exec", container, "ls", SYSTEM_PATH],
+                             capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    assert {"bash", "docker", "python3", "tar", "apt-get"} <= set(on_path) <= set(listed())
+    assert "debootstrap" not in listed() and "debconf-set-selections" not in listed()
+    night = Night(repository, container, tmp_path / "probe", run_id=8)
+    here = night.replay._shell("command -v debconf-set-selections", tmp_path, {"PATH": SYSTEM_PATH})
+    assert here.returncode == 1, here.stdout
+    anywhere = night.replay._shell("ls /usr/bin/debconf-set-selections", tmp_path, {})
+    assert anywhere.returncode == 0, "the command is in the image, only not on the runner's PATH"
+
+
+def test_the_base_image_step_generated_before_fails_on_the_runner_image(
+    repository: Path, container: str, replay_base: str, tmp_path: Path
+) -> None:
+    """The step generated before, `sudo -E "$(command -v tfbuild)" base-image`, made the image
+    with debootstrap, which the runner image does not have. Replayed in the same stand-in (as
+    today's command with --debootstrap, which does the same, for the replay's base image tag,
+    on no engine as on a fresh runner), the step fails for want of it and the build is
+    skipped; the same job as generated now is test_nightly_workflow_replayed."""
+    assert subprocess.run(["docker", "image", "inspect", replay_base], capture_output=True,
+                          check=False).returncode != 0  # fmt: skip
+    old = workflow(repository)
+    build = old["jobs"]["build"]
+    (step,) = [s for s in build["steps"] if s.get("name") == "Base image"]
+    assert step["run"] == "tfbuild base-image --matrix toy/matrix.yaml"
+    step["run"] = (
+        'sudo -E "$(command -v tfbuild)" base-image --debootstrap --matrix toy/matrix.yaml'
+    )
+    build["strategy"]["matrix"]["include"] = build["strategy"]["matrix"]["include"][:1]
+    night = Night(repository, container, tmp_path / "old", run_id=9)
+    night.replay.workflow = old
+    night.run("plan", "build")
+    (job,) = night.job("build")
+    base = job.step("Base image")
+    assert base.outcome == "failure", _log([job])
+    assert f"cannot make {replay_base}: --debootstrap, and debootstrap is not installed" \
+        in base.output  # fmt: skip
+    assert job.step("Build").outcome == "skipped"
+
+
+def test_nightly_workflow_replayed(
+    repository: Path, container: str, pinned: str, replay_base: str, tmp_path: Path
+) -> None:
+    first = Night(repository, container, tmp_path / "night-1", run_id=1)
     first.results(tonight({}, seed=10))
     first.run("plan", "build", "bench", "compare")
     (plan,) = first.job("plan")
@@ -216,6 +296,10 @@ def test_nightly_workflow_replayed(
         ("avx2-fma", "any"), ("tuned", "runner-a"), ("tuned", "runner-b"),
     ]  # fmt: skip
     assert all(b.ok for b in builds), _log(builds)
+    made = [b.step("Base image").output for b in builds]  # pulled once, then on the engine
+    assert made[0].startswith(f"{replay_base}: pulled, {pinned} + python3"), made[0]
+    assert all(m.startswith(f"{replay_base}: present") for m in made[1:]), made
+    assert not any("debootstrap" in m for m in made)
     for b in builds:
         artifact = first.root / "artifacts" / f"wheel-{b.matrix['for']}-{b.matrix['variant']}"
         (manifest_path,) = artifact.glob("*/manifest.json")
@@ -245,7 +329,7 @@ def test_nightly_workflow_replayed(
     assert kept == ["runner-a.json", "runner-b.json"]
 
     def second(name: str, docs: dict[str, Results], run_id: int) -> Any:
-        night = Night(repository, python_bin, tmp_path / name, run_id=run_id)
+        night = Night(repository, container, tmp_path / name, run_id=run_id)
         shutil.copytree(first.root / "caches", night.root / "caches")
         night.root.joinpath("artifacts").mkdir()
         for artifact in (first.root / "artifacts").glob("wheel-*"):

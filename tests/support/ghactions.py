@@ -7,7 +7,8 @@ stood in for with folders: `actions/checkout` copies the repository, `actions/se
 puts a prepared virtual environment first on PATH, artifacts and caches are folders (a cache
 restores its exact key or the newest key starting with a restore key). Jobs run in `needs`
 order; matrix jobs once per `include` entry; `if:` conditions (job and step) are evaluated, and
-a failed step skips the later ones that do not ask for `always()`.
+a failed step skips the later ones that do not ask for `always()`. With `container`, the `run:`
+steps execute in a runner stand-in (support/runner.py) instead of on this machine.
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ class Replay:
     secrets: Mapping[str, str] = field(default_factory=dict)
     extra_path: Path | None = None
     """Commands GitHub's runners have that this machine must stand in for (sudo)."""
+    container: str | None = None
+    """A runner stand-in (support/runner.py) the `run:` steps execute in; on this machine
+    when None."""
+    system_path: str | None = None
+    """The runner's own PATH after what actions add (this machine's PATH when None)."""
     env: Mapping[str, str] = field(default_factory=dict)
     results: dict[str, list[JobResult]] = field(default_factory=dict)
     path: str = ".github/workflows/tfbuild-nightly.yml"
@@ -195,7 +201,7 @@ class Replay:
             path.insert(0, str(self.extra_path))
         base_env = {
             **self.env,
-            "PATH": ":".join([*path, os.environ["PATH"]]),
+            "PATH": ":".join([*path, self.system_path or os.environ["PATH"]]),
             "HOME": str(home / "home"),
             "CI": "true",
             "GITHUB_ACTIONS": "true",
@@ -229,11 +235,7 @@ class Replay:
             env.update(self.substitute(step.get("env", {}), ctx))
             if "run" in step:
                 script = self.substitute(step["run"], ctx)
-                proc = subprocess.run(
-                    ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-                    cwd=workspace, env=env, capture_output=True, text=True, check=False,
-                    timeout=1800,
-                )  # fmt: skip
+                proc = self._shell(script, workspace, env)
                 outcome = "success" if proc.returncode == 0 else "failure"
                 result.steps.append(StepResult(name, outcome, proc.stdout + proc.stderr))
             else:
@@ -249,6 +251,20 @@ class Replay:
         ctx = self._context(entry, needs, steps_ctx)
         result.outputs = self.substitute(job.get("outputs", {}), ctx)
         return result
+
+    def _shell(
+        self, script: str, workspace: Path, env: Mapping[str, str]
+    ) -> subprocess.CompletedProcess[str]:
+        """A `run:` step's script, as the runner's shell runs it: here, or in the container."""
+        shell = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script]
+        if self.container is None:
+            return subprocess.run(shell, cwd=workspace, env=env, capture_output=True, text=True,
+                                  check=False, timeout=1800)  # fmt: skip
+        variables = [f"--env={k}={v}" for k, v in env.items()]
+        return subprocess.run(
+            ["docker", "exec", f"--workdir={workspace}", *variables, self.container, *shell],
+            capture_output=True, text=True, check=False, timeout=1800,
+        )  # fmt: skip
 
     # -- actions ----------------------------------------------------------------------------
 

@@ -117,8 +117,7 @@ def build_variant(
     base = engine.image_info(recipe.base_image)
     if base is None:
         raise InstallError(
-            f"base image {recipe.base_image} is not on the engine; make it with "
-            "scripts/make-base-image (no registry needed), or docker pull it"
+            f"base image {recipe.base_image} is not on the engine; {engine.MAKE_BASE_IMAGE}"
         )
     key = content_key(recipe, rendered, base["id"])
     if not options.force and (wheel := _up_to_date(store, planned, key)) is not None:

@@ -51,6 +51,15 @@ HEADER = """\
 {tuned}"""
 
 
+def _base_image(s: Settings) -> dict[str, Any]:
+    """The base image from the registry the runner reaches, pinned by the matrix's digest
+    (debootstrap only where no registry answers: it is not on GitHub's runner images)."""
+    return {
+        "name": "Base image",
+        "run": f"tfbuild base-image --matrix {shlex.quote(s.matrix_file)}",
+    }
+
+
 @dataclass(frozen=True)
 class Settings:
     matrix_file: str
@@ -212,7 +221,7 @@ def _build_job(s: Settings, fanout: Mapping[str, Any]) -> dict[str, Any]:
                     "tf${{ needs.plan.outputs.tensorflow }}-\nbazel-${{ matrix.variant }}-",
                 },
             },
-            {"name": "Base image", "run": 'sudo -E "$(command -v tfbuild)" base-image'},
+            _base_image(s),
             {
                 "name": "Build",
                 "env": {
@@ -268,7 +277,7 @@ def _bench_job(s: Settings, fanout: Mapping[str, Any], needs: list[str]) -> dict
                     "merge-multiple": True,
                 },
             },
-            {"name": "Base image", "run": 'sudo -E "$(command -v tfbuild)" base-image'},
+            _base_image(s),
             {
                 "name": "Benchmark",
                 "env": {

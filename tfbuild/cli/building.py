@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -275,19 +274,36 @@ def fetch(
 
 
 @cli.command("base-image")
-@click.argument("tag", default="tfbuild/base:bookworm")
+@click.argument("tags", nargs=-1, metavar="[TAG]...")
+@matrix_option
+@click.option(
+    "--from",
+    "source",
+    metavar="IMAGE@sha256:DIGEST",
+    default=None,
+    help="Registry image, pinned by digest, to make the base image from. "
+    "Default: the matrix's defaults.base_images.from.",
+)
+@click.option(
+    "--debootstrap",
+    is_flag=True,
+    help="Make it with debootstrap (root) even where a registry answers.",
+)
 @debug_option
-def base_image(tag: str) -> None:
-    """Make the Debian base image for build and runtime containers without a registry
-    (debootstrap + docker import; needs root and debootstrap)."""
-    import subprocess
+def base_image(
+    tags: tuple[str, ...], matrix_path: Path | None, source: str | None, debootstrap: bool
+) -> None:
+    """Put the base image of build and runtime containers on the engine: pulled by digest
+    from a registry (defaults.base_images.from) where one answers, made with debootstrap where
+    none does. Default TAG: the matrix's build and runtime base images."""
+    from tfbuild.build.base import make
+    from tfbuild.config.values import IMAGE_RE, PINNED_EXPECTED, PINNED_RE
 
-    from tfbuild.resources import data_path
-
-    script = data_path("make-base-image")
-    if os.geteuid() != 0:
-        raise UsageError(f"making {tag} needs root (debootstrap): run `sudo tfbuild base-image`")
-    click.echo(f"+ {script} {tag}", err=True)
-    proc = subprocess.run(["bash", str(script), tag], check=False)
-    if proc.returncode != 0:
-        raise BuildFailed(f"making the base image {tag} failed (exit {proc.returncode})")
+    matrix = read_matrix(matrix_path)
+    images = matrix.defaults.base_images
+    if source is not None and not (IMAGE_RE.fullmatch(source) and PINNED_RE.search(source)):
+        raise UsageError(f"--from {source}: not pinned by digest (expected {PINNED_EXPECTED})")
+    chosen = source or images.source
+    for tag in tags or tuple(dict.fromkeys((images.build, images.runtime))):
+        made = make(tag, chosen, lambda line: click.echo(line, err=True), debootstrap)
+        click.echo(f"{made.tag}: {made.how}, {made.detail}")

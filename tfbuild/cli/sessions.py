@@ -352,8 +352,8 @@ def no_engine_message(names: Sequence[str], engine_status: DockerInfo) -> str:
         f"Skipped the source variants {', '.join(names)}: building them needs a Docker engine "
         f"and none answers at {engine_status.host}. To include them: install and start Docker "
         "(Debian/Ubuntu: apt-get install docker.io, then start dockerd) or point DOCKER_HOST "
-        "at an engine; make the base image with `sudo tfbuild base-image` when no registry is "
-        "reachable; then run `tfbuild run` again."
+        "at an engine; `tfbuild base-image` puts the base image on it; then run `tfbuild run` "
+        "again."
     )
 
 

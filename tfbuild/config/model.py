@@ -160,6 +160,9 @@ class Suite:
 class BaseImages:
     build: str
     runtime: str
+    source: str | None = None
+    """`from`: the registry image, pinned by digest, the base images are made from where a
+    registry answers (`tfbuild base-image`); debootstrap makes them where none does."""
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ from tfbuild.config.values import (
     NAME_RE,
     NAME_RULE,
     PATH_RE,
+    PINNED_EXPECTED,
+    PINNED_RE,
     PY_VERSION_RE,
     TF_VERSION_RE,
     THREAD_WORDS,
@@ -100,15 +102,27 @@ def read_defaults(ctx: Ctx, node: yaml.Node | None) -> Defaults:
 def _read_base_images(ctx: Ctx, node: yaml.Node | None, base: BaseImages) -> BaseImages:
     if node is None or (m := as_mapping(ctx, node, "defaults.base_images")) is None:
         return base
-    m.check_keys(["build", "runtime"])
+    m.check_keys(["build", "runtime", "from"])
     expected = "an image reference like debian:bookworm or registry.example.com/img:tag"
-    images = {}
+    images: dict[str, str | None] = {}
     for key in ("build", "runtime"):
         n = m.get(key)
         images[key] = (
             matched(ctx, n, m.path(key), IMAGE_RE, expected) if n is not None else None
         ) or getattr(base, key)
-    return BaseImages(**images)
+    source = base.source
+    if (n := m.get("from")) is not None:
+        source = None  # null: debootstrap everywhere
+        if not n.tag.endswith(":null"):
+            value = matched(ctx, n, m.path("from"), IMAGE_RE, PINNED_EXPECTED)
+            if value is not None and not PINNED_RE.search(value):
+                ctx.error(
+                    n,
+                    f"defaults.base_images.from: not pinned by digest (got {show(n)}; "
+                    f"expected {PINNED_EXPECTED})",
+                )
+            source = value
+    return BaseImages(build=str(images["build"]), runtime=str(images["runtime"]), source=source)
 
 
 def _read_bazel(ctx: Ctx, node: yaml.Node | None, base: BazelSettings) -> BazelSettings:

@@ -41,6 +41,12 @@ IMAGE_RE = re.compile(
     r"(?:[a-z0-9.-]+(?::\d+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?"
 )
+PINNED_RE = re.compile(r"@sha256:[a-f0-9]{64}$")
+PINNED_EXPECTED = (
+    "an image reference with its digest, like "
+    "docker.io/library/debian:bookworm-slim@sha256:<64 hex digits> (`docker buildx imagetools "
+    "inspect IMAGE` prints the digest)"
+)
 URL_RE = re.compile(r"(?:grpcs?|https?)://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~/-]*)?")
 INDEX_URL_RE = re.compile(r"(?:https?|file)://[A-Za-z0-9._~:/@%+-]+")
 BUILD_NETWORKS = ("bridge", "host")

@@ -133,8 +133,7 @@ def probe(
     where = docker.host
     if engine.image_info(image) is None:
         raise InstallError(
-            f"base image {image} is not on the engine at {where}; make it with "
-            "scripts/make-base-image (no registry needed) or docker pull it"
+            f"base image {image} is not on the engine at {where}; {engine.MAKE_BASE_IMAGE}"
         )
     facts = engine.engine_facts()
     with tempfile.TemporaryDirectory(prefix="tfbuild-probe-") as tmp:

@@ -110,8 +110,7 @@ class DockerRuntime(RuntimeEnv):
         base = engine.image_info(self.base_image)
         if base is None:
             raise InstallError(
-                f"base image {self.base_image} is not on the engine; make it with "
-                "scripts/make-base-image (no registry needed) or docker pull it"
+                f"base image {self.base_image} is not on the engine; {engine.MAKE_BASE_IMAGE}"
             )
         settings = pip.container_pip(self.settings)
         script = self._script()

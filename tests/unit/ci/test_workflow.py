@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import yaml
 from support.cli import run_tfbuild
 from support.env import FIXTURES, REPO
 
-from tfbuild.ci.workflow import check_install
+from tfbuild.ci.workflow import BUILD_TIMEOUT_MIN, check_install
 from tfbuild.errors import UsageError
 
 SKYLAKE = FIXTURES / "cpuinfo" / "skylake-sp-xeon-gold-6132.cpuinfo"
@@ -141,3 +142,24 @@ def test_cuda_variants_are_built_only_for_a_bench_runner_with_a_gpu(tmp_path: Pa
     }
     assert "cuda-sm90" in variants
     assert "build: 5 job(s) on big-builder, up to 360 min each" in gpu.stdout
+
+
+def test_readme_ci_section_states_the_runner_image_and_limits_the_code_uses() -> None:
+    """The README's CI section quotes the runner image's list the replay test runs against
+    (its commit, Docker, Bazel and Python versions; no debootstrap) and the build jobs' time
+    limit the generator writes."""
+    text = " ".join((REPO / "README.md").read_text().split("## The nightly CI", 1)[1].split())
+    section = text.split("## ", 1)[0]
+    runner = (FIXTURES / "runner-images" / "ubuntu-24.04.txt").read_text()
+    commit = re.search(r"# Commit: ([0-9a-f]{40})", runner)
+    assert commit and f"/blob/{commit.group(1)}/images/ubuntu/Ubuntu2404-Readme.md" in section
+    for command, pattern in (("docker", r"Docker Client (\S+)"), ("bazel", r"Bazel (\S+)"),
+                             ("python3", r"Python (\S+)")):  # fmt: skip
+        line = next(x for x in runner.splitlines() if x.startswith(f"{command}  # "))
+        version = re.search(pattern, line)
+        assert version, line
+        name = pattern.split(" ")[0]
+        assert f"{name} {version.group(1)}" in section, (name, version.group(1))
+    assert not any(x.startswith("debootstrap") for x in runner.splitlines())
+    assert "no debootstrap" in section
+    assert f"up to {BUILD_TIMEOUT_MIN} min" in section

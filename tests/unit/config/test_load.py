@@ -406,3 +406,20 @@ def test_matrix_refuses_a_python_tensorflow_has_no_wheels_for(tmp_path: Path) ->
     assert proc.returncode == 2
     assert "matrix.yaml:2" in proc.stderr
     assert "does not build for this Python (got '3.9'; expected 3.10 to 3.13)" in proc.stderr
+
+
+def test_base_images_come_from_a_registry_image_pinned_by_digest() -> None:
+    """`from` names the image base images are pulled from: only by digest (a tag moves, and a
+    build would not say which Debian it started from); null leaves debootstrap to make them."""
+    digest = "sha256:" + "0a" * 32
+    pinned = parse(
+        MINIMAL + f"defaults:\n  base_images: {{from: 'debian:bookworm-slim@{digest}'}}\n"
+    )
+    assert pinned.defaults.base_images.source == f"debian:bookworm-slim@{digest}"
+    assert parse(MINIMAL + "defaults:\n  base_images: {from: null}\n").defaults.base_images.source \
+        is None  # fmt: skip
+    default = load_matrix(REPO / "matrix.yaml").defaults.base_images
+    assert default.source is not None and default.source.startswith("docker.io/library/debian:")
+    (problem,) = problems(MINIMAL + "defaults:\n  base_images: {from: 'debian:bookworm-slim'}\n")
+    assert problem.startswith("matrix.yaml:6:23: defaults.base_images.from: not pinned by digest")
+    assert "(got 'debian:bookworm-slim'; expected an image reference with its digest" in problem
