@@ -143,7 +143,9 @@ def remote_engine(base_image: str) -> Iterator[tuple[str, Any]]:
                 time.sleep(0.5)
         assert remote is not None and bound, outer.logs()[-3000:].decode()
         assert bound[0]["HostIp"] == "127.0.0.1"
-        remote.images.load(local.images.get(base_image).save(named=True))
+        # By its name: while another test has the image tagged for a registry too, the
+        # first tag may be that one.
+        remote.images.load(local.images.get(base_image).save(named=base_image))
         yield url, remote
     finally:
         outer.remove(force=True, v=True)

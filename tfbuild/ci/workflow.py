@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -382,13 +383,51 @@ def render(matrix: Matrix, settings: Settings) -> str:
     header = HEADER.format(
         matrix=settings.matrix_file,
         threshold=settings.fail_above,
-        tuned=tuned_note(fanout["host_tuned"], settings) + left_out_note(fanout["left_out"]),
+        tuned=build_note(matrix, settings, len(fanout["build"]["include"]))
+        + tuned_note(fanout["host_tuned"], settings)
+        + left_out_note(fanout["left_out"]),
     )
     body = yaml.dump(workflow(matrix, settings), Dumper=_Dumper, sort_keys=False, width=100)
     return header + body
 
 
 BUILD_TIMEOUT_MIN = 360
+"""GitHub stops a job on its hosted runners after 6 hours."""
+STANDARD_RUNNERS = ("ubuntu-latest", "ubuntu-24.04", "ubuntu-22.04")
+"""Labels of GitHub's standard hosted Linux runners (4 vCPUs, 16 GB of RAM, a 14 GB SSD in a
+public repository; README, "The nightly CI on GitHub's runners")."""
+
+
+def build_where(matrix: Matrix, s: Settings, jobs: int) -> list[str]:
+    """Where the build jobs run and how long they may take, and a warning when that is a
+    standard hosted runner building locally, where a TensorFlow wheel does not finish."""
+    if not jobs:
+        return []
+    bazel = matrix.defaults.bazel
+    lines = [f"build: {jobs} job(s) on {s.build_runner}, up to {BUILD_TIMEOUT_MIN} min each"]
+    if bazel.remote_executor:
+        lines.append(f"bazel executes remotely at {bazel.remote_executor}")
+    elif s.build_runner in STANDARD_RUNNERS:
+        lines.append(
+            f"warning: {s.build_runner} is a standard hosted runner (4 vCPUs, 16 GB of RAM, "
+            f"a 14 GB SSD), on which a TensorFlow wheel does not build in {BUILD_TIMEOUT_MIN} "
+            "min: pass --build-runner a larger or self-hosted runner, or set "
+            "defaults.bazel.remote_executor in the matrix"
+            + (" (its remote cache helps only once it is warm)" if bazel.remote_cache else "")
+        )
+    return lines
+
+
+def build_note(matrix: Matrix, s: Settings, jobs: int) -> str:
+    """build_where, for the workflow's header."""
+    lines = build_where(matrix, s, jobs)
+    return "".join(_comment(f"{line[0].upper()}{line[1:]}.") for line in lines)
+
+
+def _comment(text: str) -> str:
+    """A header comment wrapped at 96 columns, words (identifiers, flags) never broken."""
+    lines = textwrap.wrap(text, 94, break_long_words=False, break_on_hyphens=False)
+    return "".join(f"# {line}\n" if n == 0 else f"#   {line}\n" for n, line in enumerate(lines))
 
 
 def summary(matrix: Matrix, s: Settings) -> list[str]:
@@ -396,12 +435,9 @@ def summary(matrix: Matrix, s: Settings) -> list[str]:
     output."""
     fanout = ci_fanout(matrix, s.bench_hosts)
     builds = [f"{b['variant']} (for {b['for']})" for b in fanout["build"]["include"]]
-    lines = []
+    lines = build_where(matrix, s, len(builds))
     if builds:
-        lines.append(
-            f"build: {len(builds)} job(s) on {s.build_runner}, up to {BUILD_TIMEOUT_MIN} min "
-            f"each: {', '.join(builds)}"
-        )
+        lines[0] += f": {', '.join(builds)}"
     lines.append(f"bench: one job per runner: {', '.join(s.bench_runners)}")
     lines += [f"not built: {name}: {why}" for name, why in fanout["left_out"].items()]
     return lines
@@ -409,7 +445,7 @@ def summary(matrix: Matrix, s: Settings) -> list[str]:
 
 def left_out_note(left_out: Mapping[str, str]) -> str:
     """The source variants the workflow does not build, and why, for its header."""
-    return "".join(f"# Not built: {name}, {why}.\n" for name, why in left_out.items())
+    return "".join(_comment(f"Not built: {name}, {why}.") for name, why in left_out.items())
 
 
 def tuned_note(tuned: Sequence[str], s: Settings) -> str:

@@ -163,3 +163,34 @@ def test_readme_ci_section_states_the_runner_image_and_limits_the_code_uses() ->
     assert not any(x.startswith("debootstrap") for x in runner.splitlines())
     assert "no debootstrap" in section
     assert f"up to {BUILD_TIMEOUT_MIN} min" in section
+
+
+def test_builds_on_a_standard_hosted_runner_are_warned_about(tmp_path: Path) -> None:
+    """Source builds on ubuntu-latest get a warning (in the output and the file's header) that
+    a TensorFlow wheel does not build there in the job's time; a named build runner does not,
+    and a matrix with a remote executor says where bazel executes instead."""
+    out = tmp_path / ".github" / "workflows" / "n.yml"
+    standard = _generate(tmp_path, ".github/workflows/n.yml")
+    assert standard.returncode == 0, standard.stderr
+    warning = "warning: ubuntu-latest is a standard hosted runner (4 vCPUs, 16 GB of RAM"
+    assert warning in standard.stdout
+    header = " ".join(line.lstrip("# ") for line in out.read_text().splitlines()[:20])
+    assert "Build: 3 job(s) on ubuntu-latest, up to 360 min each." in header
+    assert "Warning: ubuntu-latest is a standard hosted runner" in header
+    assert "does not build in 360 min: pass --build-runner a larger or self-hosted runner" in header
+    common = ("ci", "github", "--install", "pip install .", "--out", ".github/workflows/n.yml")
+    larger = run_tfbuild(*common, "--build-runner", "linux-64-core", cwd=tmp_path)
+    assert larger.returncode == 0, larger.stderr
+    assert "build: 3 job(s) on linux-64-core" in larger.stdout
+    assert "standard hosted" not in larger.stdout + out.read_text()
+    matrix = tmp_path / "matrix.yaml"
+    text = matrix.read_text()
+    assert "    remote_executor: null " in text
+    matrix.write_text(
+        text.replace("    remote_executor: null ", "    remote_executor: grpcs://rbe.example.com ")
+    )
+    remote = run_tfbuild(*common, cwd=tmp_path)
+    assert remote.returncode == 0, remote.stderr
+    assert "bazel executes remotely at grpcs://rbe.example.com" in remote.stdout
+    assert "# Bazel executes remotely at grpcs://rbe.example.com." in out.read_text()
+    assert "standard hosted" not in remote.stdout
