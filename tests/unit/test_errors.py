@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -50,22 +51,27 @@ def _matrix(folder: Path, requirement: str) -> Path:
     return path
 
 
-def test_a_release_named_without_its_patch_is_asked_for_in_full() -> None:
-    err = _clean(
-        run_tfbuild(
-            "build", "--variant", "mkl-avx2", "--tensorflow", "2.21", "--dry-run", cwd=REPO
-        ),
-        64,
+def test_a_minor_release_means_its_newest_patch_release() -> None:
+    """`--tensorflow 2.21` is a 2.21.x release: the newest the package index has (asked with
+    the matrix's pip settings), said on stderr and built; a release with no era is refused
+    with the eras known."""
+    proc = run_tfbuild(
+        "build", "--variant", "avx2-fma", "--tensorflow", "2.21", "--dry-run", cwd=REPO
     )
-    assert "--tensorflow '2.21': name the patch release" in err
-    assert "like 2.21.0" in err and "2.12.x to 2.21.x" in err
+    assert proc.returncode == 0, proc.stderr
+    newest = re.search(r"--tensorflow 2\.21: (2\.21\.\d+), the newest 2\.21 release on the "
+                       r"package index", proc.stderr)  # fmt: skip
+    assert newest, proc.stderr
+    assert f"# tfbuild recipe for avx2-fma (tf2.21-py3.11-avx2-fma): TensorFlow {newest.group(1)}" \
+        in proc.stdout  # fmt: skip
     err = _clean(
         run_tfbuild(
             "build", "--variant", "mkl-avx2", "--tensorflow", "2.99.0", "--dry-run", cwd=REPO
         ),
         64,
     )
-    assert "no build recipe for this release" in err and "like 2.21.0" in err
+    assert "no build recipe for this release" in err and "like 2.22.0" in err
+    assert "2.12.x to 2.22.x" in err
 
 
 @pytest.mark.parametrize(

@@ -79,6 +79,7 @@ from tfbuild.analysis.power import (
 )
 from tfbuild.analysis.rounds import Rounds, differences, raw_samples, round_table
 from tfbuild.analysis.sessions import Session, Timeline
+from tfbuild.analysis.software import software_differences
 from tfbuild.config.suite import CONTRASTS
 from tfbuild.errors import ResultsError
 from tfbuild.machine.profile import HostProfile
@@ -458,6 +459,7 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         def fixed_plan() -> tuple[int, int] | None:
             return settle_plan(achieved)
 
+    warnings += software_differences(variants)
     flags = _flags(sessions, setup)
     for config, f in flags.items():
         if not f.clean:

@@ -418,11 +418,13 @@ def _onednn_enabled() -> bool | None:
 
 def smoke(np: Any, tf: Any) -> dict[str, Any]:
     info = tf.sysconfig.get_build_info()
-    keras_version = None
-    try:
+    keras_version = keras_distribution = None
+    try:  # keras, keras-nightly (2.22.0rc0 depends on it) or tf-keras: whichever is `keras`
         from importlib import metadata
 
-        keras_version = metadata.version("keras")
+        providers = metadata.packages_distributions().get("keras") or []
+        keras_distribution = providers[0] if providers else None
+        keras_version = metadata.version(keras_distribution) if keras_distribution else None
     except Exception:  # keras is not always a separate distribution
         keras_version = None
     probe = tf.reduce_sum(tf.matmul(tf.ones((4, 4)), tf.ones((4, 4)))).numpy()
@@ -436,6 +438,7 @@ def smoke(np: Any, tf: Any) -> dict[str, Any]:
         "onednn": _onednn_enabled(),
         "numpy": np.__version__,
         "keras": keras_version,
+        "keras_distribution": keras_distribution,
         "python": platform.python_version(),
         "probe_ok": float(probe) == 64.0,
         "cuda_build": bool(tf.test.is_built_with_cuda()),

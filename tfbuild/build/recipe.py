@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from tfbuild.config.model import Defaults, Variant
+from tfbuild.config.tensorflow import source_tag
 from tfbuild.errors import UsageError
 from tfbuild.machine import cpu
 from tfbuild.machine.profile import HostProfile
 from tfbuild.plan.make import PlannedVariant
-from tfbuild.plan.target import cuda_refusal, plain_cpu
+from tfbuild.plan.target import config_refusal, cuda_refusal, floor_added, plain_cpu
 from tfbuild.resources import load_table
 
 CACHE_MOUNT = "/cache"
@@ -178,8 +179,9 @@ def make_recipe(
     era = release["era"]
     facts = table["eras"][era]
     compiler = release["compiler"]
-    if (refusal := cuda_refusal(variant)) is not None:
-        raise UsageError(refusal)
+    for refusal in (config_refusal(variant), cuda_refusal(variant)):
+        if refusal is not None:
+            raise UsageError(refusal)
     notes: list[str] = []
     if release.get("verify"):
         notes.append(
@@ -216,6 +218,13 @@ def make_recipe(
             + ", ".join(cpu.display_name(f) for f in missing)
         )
 
+    if added := floor_added(variant, host):
+        floor = ", ".join(cpu.display_name(cpu.tf_flag_table()[f].cpuinfo) for f in added)
+        notes.append(
+            f"{floor} added: TensorFlow {minor}'s own wheels are built with "
+            f"{'it' if len(added) == 1 else 'them'} (--config=avx_linux), and no variant is built "
+            "below that floor"
+        )
     configs = list(variant.configs)
     floor = facts["floor_configs"] if plain_cpu(variant) else []
     for extra in [*facts["extra_configs"], *floor]:
@@ -279,7 +288,7 @@ def make_recipe(
     source = (
         local_source(tf_source)
         if tf_source is not None
-        else Source(kind="git", url=table["repository"], ref=f"v{variant.tensorflow}")
+        else Source(kind="git", url=table["repository"], ref=source_tag(variant.tensorflow))
     )
     return Recipe(
         variant=variant,

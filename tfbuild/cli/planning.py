@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable
 from pathlib import Path
+
+import click
 
 from tfbuild import engine
 from tfbuild.cli.common import Selection
 from tfbuild.config.load import load_matrix
 from tfbuild.config.model import Matrix
+from tfbuild.config.tensorflow import tf_release
 from tfbuild.engine import DockerInfo
-from tfbuild.errors import EngineUnavailable
+from tfbuild.errors import EngineUnavailable, InstallError, UsageError
 from tfbuild.machine.detect import detect
 from tfbuild.machine.profile import HostProfile, load_profile
 from tfbuild.machine.remote import engine_machine
@@ -36,7 +40,30 @@ def matrix_file(path: Path | None) -> Path:
 
 
 def read_matrix(path: Path | None, tensorflow: str | None = None) -> Matrix:
+    """The matrix, with --tensorflow for its source builds: a minor release (2.21) means its
+    newest patch release on the package index, said on stderr."""
+    if tensorflow is not None and re.fullmatch(r"\d+\.\d+", tensorflow) and tf_release(tensorflow):
+        tensorflow = newest_patch(tensorflow, load_matrix(matrix_file(path)))
     return load_matrix(matrix_file(path), tensorflow)
+
+
+def newest_patch(minor: str, matrix: Matrix) -> str:
+    """The newest release X.Y.Z of a minor release X.Y on the package index (pre-releases
+    left out), as the matrix's pip settings reach it."""
+    from tfbuild import pip
+
+    try:
+        found = pip.resolve(f"tensorflow-cpu=={minor}.*", matrix.defaults.pip).version
+    except InstallError as exc:
+        raise UsageError(
+            f"--tensorflow {minor!r}: a {minor}.x release, but the package index could not say "
+            f"which ({exc}); name the patch release, like {minor}.0"
+        ) from exc
+    click.echo(
+        f"--tensorflow {minor}: {found}, the newest {minor} release on the package index",
+        err=True,
+    )
+    return found
 
 
 def machine(path: Path | None, engine_status: DockerInfo | None = None) -> HostProfile:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +13,13 @@ from tfbuild.resources import load_table
 def tf_release(version: str) -> Mapping[str, Any] | None:
     releases: Mapping[str, Any] = load_table("tensorflow")["releases"]
     return releases.get(".".join(version.split(".")[:2]))
+
+
+def floor_flags(version: str | None) -> tuple[str, ...]:
+    """The instruction sets of TensorFlow's own wheels of a release (its --config=avx_linux):
+    AVX, and F16C from 2.21 on (tfbuild/data/tensorflow.yaml `floor`)."""
+    release = tf_release(version) if version else None
+    return tuple(release.get("floor", ("avx",))) if release else ("avx",)
 
 
 def has_recipe(version: str) -> bool:
@@ -35,3 +43,9 @@ def accepted_releases() -> str:
 
 def version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
+
+
+def source_tag(version: str) -> str:
+    """The git tag of a release in TensorFlow's repository: v2.21.0, and v2.22.0-rc0 for the
+    candidate the package index calls 2.22.0rc0."""
+    return "v" + re.sub(r"(rc\d+)$", r"-\1", version)

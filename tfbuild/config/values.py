@@ -28,7 +28,8 @@ NAME_RULE = (
     "at most 64 characters"
 )
 ID_RE = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?")
-TF_VERSION_RE = re.compile(r"\d+\.\d+\.\d+")
+TF_VERSION_RE = re.compile(r"\d+\.\d+\.\d+(?:rc\d+)?")
+"""A release, or a release candidate as the package index names it (2.22.0rc0)."""
 PY_VERSION_RE = re.compile(r"3\.\d{1,2}")
 CONFIG_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 COPT_RE = re.compile(r"-[A-Za-z0-9][A-Za-z0-9_=.,+:/-]{0,199}")

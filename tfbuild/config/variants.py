@@ -267,19 +267,7 @@ def _config(ctx: Ctx, node: yaml.Node, where: str, tensorflow: str) -> str | Non
             f"{', '.join(known)})" + did_you_mean(value, known),
         )
         return None
-    span = known[value]
-    minor = version_tuple(".".join(tensorflow.split(".")[:2]))
-    since, until = span.get("since"), span.get("until")
-    if (since and minor < version_tuple(since)) or (until and minor > version_tuple(until)):
-        limits = f"from {since}" if since else ""
-        limits += (" " if limits else "") + (f"up to {until}" if until else "")
-        ctx.error(
-            node,
-            f"{where}: TensorFlow {tensorflow} has no --config={value} (got {value!r}; "
-            f"it is defined {limits.strip()})",
-        )
-        return None
-    return value
+    return value  # whether the variant's release defines it is the plan's (config_refusal)
 
 
 def _read_cuda(

@@ -18,8 +18,10 @@ from tfbuild.plan.runtimes import Runtimes
 from tfbuild.plan.select import select
 from tfbuild.plan.target import (
     compiler_flags,
+    config_refusal,
     cuda_refusal,
     cuda_verdict,
+    floor_added,
     required_cpu_flags,
     resolve_march,
 )
@@ -224,6 +226,8 @@ def verdict(
         if missing:
             names = ", ".join(cpu.display_name(f) for f in missing)
             fail(f"needs {names}; this CPU has up to {cpu.highest_extension(host.cpu.flags)}")
+    if (refused := config_refusal(variant)) is not None:
+        fail(refused)
     refusal = cuda_refusal(variant)
     if refusal is not None:
         fail(refusal)
@@ -256,6 +260,15 @@ def verdict(
         fail(refusal)
     if variant.march == "native":
         reasons.append("-march=native ties the wheel to the CPU of the machine that builds it")
+    if added := floor_added(variant, host):
+        names = ", ".join(cpu.display_name(cpu.tf_flag_table()[f].cpuinfo) for f in added)
+        them = "it" if len(added) == 1 else "them"
+        reasons.append(f"{names} added: TensorFlow {variant.tf_minor}'s own wheels have {them}")
+    if variant.source == "bazel" and release is not None and release.get("verify"):
+        reasons.append(
+            f"TensorFlow {variant.tf_minor}'s build facts are not confirmed from a release tag: "
+            "the build reads the tree's .bazelversion and .bazelrc before bazel starts"
+        )
     return Verdict(runs, tuple(reasons))
 
 

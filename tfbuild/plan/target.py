@@ -4,10 +4,13 @@ machine's GPUs run a CUDA variant."""
 
 from __future__ import annotations
 
+import re
+
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tfbuild.config.model import Cuda, Variant
+from tfbuild.config.tensorflow import floor_flags, version_tuple
 from tfbuild.machine import cpu
 from tfbuild.machine.gpu import runs_on
 from tfbuild.machine.profile import GpuInfo, HostProfile
@@ -25,7 +28,31 @@ def compiler_flags(variant: Variant, host: HostProfile) -> tuple[str, ...]:
     flags = cpu.copts_for(variant.cpu_flags)
     if march:
         flags.append(f"-march={march}")
+    flags += cpu.copts_for(floor_added(variant, host))
     return (*flags, *variant.copts)
+
+
+def floor_added(variant: Variant, host: HostProfile) -> tuple[str, ...]:
+    """The extensions of TensorFlow's own CPU floor for the variant's release (its avx_linux:
+    AVX, and F16C from 2.21) that a source variant naming its own instruction sets would not
+    get from them: added to its flags, so that no custom build is below the stock wheel. A
+    variant that names none gets --config=avx_linux itself (plain_cpu). A build for the
+    machine itself (march: host or native) is the exception where that machine lacks an
+    extension of the floor: below the stock wheel is then the only build that runs there."""
+    if variant.source != "bazel" or plain_cpu(variant):
+        return ()
+    by_copt = {flag.copt: name for name, flag in cpu.tf_flag_table().items()}
+    named = [*variant.cpu_flags, *(by_copt[c] for c in variant.copts if c in by_copt)]
+    have = cpu.cpuinfo_flags_for(named)
+    march = resolve_march(variant, host)
+    if march == "native":
+        have |= host.cpu.flags
+    elif march is not None:
+        have |= cpu.marches()[march].flags
+    table = cpu.tf_flag_table()
+    if variant.march in ("host", "native"):
+        have |= {table[f].cpuinfo for f in table} - host.cpu.flags
+    return tuple(f for f in floor_flags(variant.tensorflow) if table[f].cpuinfo not in have)
 
 
 def required_cpu_flags(variant: Variant, host: HostProfile) -> frozenset[str] | None:
@@ -40,7 +67,8 @@ def required_cpu_flags(variant: Variant, host: HostProfile) -> frozenset[str] | 
     needed = set(cpu.level_flags()[0])
     needed |= cpu.cpuinfo_flags_for(variant.cpu_flags)
     if plain_cpu(variant):
-        needed |= cpu.cpuinfo_flags_for(["avx"])  # --config=avx_linux
+        needed |= cpu.cpuinfo_flags_for(floor_flags(variant.tensorflow))  # --config=avx_linux
+    needed |= cpu.cpuinfo_flags_for(floor_added(variant, host))
     by_copt = {flag.copt: name for name, flag in cpu.tf_flag_table().items()}
     needed |= cpu.cpuinfo_flags_for(by_copt[c] for c in variant.copts if c in by_copt)
     march = resolve_march(variant, host)
@@ -68,6 +96,16 @@ def cuda_refusal(variant: Variant) -> str | None:
         return None
     table = load_table("tensorflow")
     facts = table["eras"][table["releases"][variant.tf_minor or ""]["era"]]
+    blackwell = [c for c in variant.cuda.compute_capabilities if _major(c) >= 10]
+    if facts["cuda"] and blackwell:
+        return (
+            f"variant {variant.name!r}: {', '.join(blackwell)} (Blackwell) is built by TensorFlow "
+            "with nvcc and CUDA 13 (--config=cuda13_version --config=cuda_nvcc, "
+            "ci/official/envs/linux_x86_cuda13_nvcc), because the hermetic clang that tfbuild "
+            "builds CUDA with rejects those architectures; tfbuild does not build that path: "
+            "ask for compute_90 instead (its PTX is compiled for a Blackwell GPU when loaded), "
+            "or use the `tensorflow` wheel from the package index"
+        )
     if facts["cuda"]:
         return None
     first = min(
@@ -79,6 +117,35 @@ def cuda_refusal(variant: Variant) -> str | None:
         f"(got {variant.tensorflow}): {facts['cuda_refusal']}; build TensorFlow {first} or "
         "newer (hermetic CUDA), or use the `tensorflow` wheel from the package index"
     )
+
+
+def config_refusal(variant: Variant) -> str | None:
+    """Why a source variant asks for a --config its TensorFlow release does not define, and
+    what to use instead (tfbuild/data/tensorflow.yaml `configs`); None when every one is
+    defined. The tree's own .bazelrc has the last word: the preflight reads it before bazel."""
+    if variant.source != "bazel" or not variant.tf_minor:
+        return None
+    known = load_table("tensorflow")["configs"]
+    minor = version_tuple(variant.tf_minor)
+    for name in variant.configs:
+        span = known.get(name, {})
+        since, until = span.get("since"), span.get("until")
+        if (since and minor < version_tuple(since)) or (until and minor > version_tuple(until)):
+            limits = " ".join(
+                part for part in (since and f"from {since}", until and f"up to {until}") if part
+            )
+            instead = f": {span['instead']}" if span.get("instead") else ""
+            return (
+                f"variant {variant.name!r}: TensorFlow {variant.tensorflow} has no "
+                f"--config={name} (its .bazelrc defines it {limits}){instead}"
+            )
+    return None
+
+
+def _major(capability: str) -> int:
+    """The major version of a compute capability: 12 for sm_120, 9 for compute_90 or sm_90a."""
+    digits = re.search(r"_(\d+)", capability)
+    return int(digits.group(1)[:-1]) if digits else 0
 
 
 def cuda_verdict(cuda: Cuda, gpus: GpuInfo | None) -> tuple[bool | None, str | None]:

@@ -17,6 +17,7 @@ from tfbuild.build.render import render, template_dirs
 from tfbuild.config.load import load_matrix
 from tfbuild.errors import UsageError
 from tfbuild.machine.detect import profile_from_cpuinfo
+from tfbuild.plan.make import make_plan
 from tfbuild.resources import data_path
 
 RENDER = FIXTURES / "render"
@@ -247,3 +248,61 @@ def test_preflight_reads_imported_bazelrc(tmp_path: Path) -> None:
         check=False,
     )
     assert ok.returncode == 0, ok.stderr
+
+
+FLOOR = """\
+variants:
+  - {name: tuned-2.21, source: bazel, tensorflow: 2.21.0, cpu_flags: [avx2, fma]}
+  - {name: tuned-2.17, source: bazel, tensorflow: 2.17.1, cpu_flags: [avx2, fma]}
+  - {name: wide-2.21, source: bazel, tensorflow: 2.21.0, cpu_flags: [avx512f]}
+  - {name: v2-2.21, source: bazel, tensorflow: 2.21.0, march: x86-64-v2}
+  - {name: plain-2.21, source: bazel, tensorflow: 2.21.0}
+"""
+
+
+def test_no_variant_is_built_below_the_releases_floor(tmp_path: Path) -> None:
+    """TensorFlow's own 2.21 wheels are built with AVX and F16C (avx_linux since PR #98786): a
+    variant naming AVX2 and FMA gets -mf16c too, and says so; 2.17's floor is AVX alone, which
+    AVX2 implies; AVX512F implies F16C; a variant naming nothing gets avx_linux itself, and
+    the plan counts F16C among what each of them needs to run."""
+    (tmp_path / "matrix.yaml").write_text(FLOOR)
+    m = load_matrix(tmp_path / "matrix.yaml")
+
+    def copts(name: str) -> list[str]:
+        recipe = recipe_for(m, name, BUILDER, ca_bundle=False)
+        return [a for a in recipe.bazel_command if a.startswith("--copt=-m")]
+
+    assert copts("tuned-2.21") == ["--copt=-mavx2", "--copt=-mfma", "--copt=-mf16c"]
+    notes = recipe_for(m, "tuned-2.21", BUILDER, ca_bundle=False).notes
+    assert "F16C added: TensorFlow 2.21's own wheels are built with it (--config=avx_linux)" \
+        in " ".join(notes)  # fmt: skip
+    assert copts("tuned-2.17") == ["--copt=-mavx2", "--copt=-mfma"]
+    assert copts("wide-2.21") == ["--copt=-mavx512f"]
+    assert copts("v2-2.21") == ["--copt=-march=x86-64-v2", "--copt=-mavx", "--copt=-mf16c"]
+    plain = recipe_for(m, "plain-2.21", BUILDER, ca_bundle=False)
+    assert "--config=avx_linux" in plain.bazel_command and copts("plain-2.21") == []
+    plan = make_plan(m, BUILDER)
+    by_name = {pv.variant.name: pv for pv in plan.variants}
+    for name in ("tuned-2.21", "plain-2.21", "v2-2.21"):
+        assert "f16c" in (by_name[name].required_flags or ()), name
+    assert "f16c" not in (by_name["tuned-2.17"].required_flags or ())
+
+
+def test_a_release_candidate_builds_from_its_tag_and_mkl_is_refused_where_gone(
+    tmp_path: Path,
+) -> None:
+    """2.22.0rc0 (the package index's name) is cloned from TensorFlow's tag v2.22.0-rc0 with
+    the 2.22 facts; a 2.22 variant asking for --config=mkl is refused before anything renders."""
+    (tmp_path / "matrix.yaml").write_text(
+        'defaults: {tensorflow: "2.22.0rc0", python: "3.14"}\n'
+        "variants:\n  - {name: plain, source: bazel}\n"
+        "  - {name: mkl, source: bazel, configs: [mkl]}\n"
+    )
+    m = load_matrix(tmp_path / "matrix.yaml")
+    recipe = recipe_for(m, "plain", BUILDER, ca_bundle=False)
+    files = render(recipe, template_dirs(None))
+    assert "git clone --depth 1 --branch v2.22.0-rc0 " in files.dockerfile
+    assert "--repo_env=HERMETIC_PYTHON_VERSION=3.14" in recipe.bazel_command
+    assert "--config=avx_linux" in recipe.bazel_command
+    with pytest.raises(UsageError, match=r"TensorFlow 2.22.0rc0 has no --config=mkl"):
+        recipe_for(m, "mkl", BUILDER, ca_bundle=False)

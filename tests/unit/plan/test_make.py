@@ -155,3 +155,48 @@ def test_plan_json_lists_every_config() -> None:
     assert len(doc["configs"]) == 3 * 4
     avx512 = next(v for v in doc["variants"] if v["name"] == "avx512")
     assert avx512["runs_here"] is False and "avx512f" in avx512["required_cpu_flags"]
+
+
+NEXT = """\
+defaults: {tensorflow: "2.22.0rc0"}
+variants:
+  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.22.0rc0}
+  - {name: mkl-avx2, source: bazel, configs: [mkl], cpu_flags: [avx2, fma]}
+  - {name: mkl-2.21, source: bazel, tensorflow: 2.21.0, configs: [mkl], cpu_flags: [avx2, fma]}
+  - {name: avx2-fma, source: bazel, cpu_flags: [avx2, fma]}
+  - {name: py314, source: bazel, python: "3.14"}
+  - {name: clang-2.17, source: bazel, tensorflow: 2.17.1, configs: [clang_local]}
+  - {name: trt, source: bazel, tensorflow: 2.21.0, configs: [tensorrt]}
+  - name: blackwell
+    source: bazel
+    cuda: {compute_capabilities: [sm_90, sm_120]}
+"""
+
+
+def test_each_line_of_a_2_22_plan_says_what_will_happen(tmp_path: Path) -> None:
+    """A 2.22.0rc0 matrix plans: a config the release lacks is refused for that variant alone
+    (mkl, with what to use instead; clang_local before 2.21; tensorrt after 2.17), Blackwell
+    capabilities are refused with the path TensorFlow builds them by, F16C joins a variant
+    naming AVX2 and FMA, Python 3.14 is 2.22's, and the facts not read from a tag say so."""
+    (tmp_path / "matrix.yaml").write_text(NEXT)
+    plan = make_plan(load_matrix(tmp_path / "matrix.yaml"), fleet("skylake-sp-xeon-gold-6132"))
+    got = {pv.variant.name: pv for pv in plan.variants}
+    runs = {name: pv.verdict.runs for name, pv in got.items()}
+    said = {name: "; ".join(pv.verdict.reasons) for name, pv in got.items()}
+    assert runs == {"stock": True, "mkl-avx2": False, "mkl-2.21": True, "avx2-fma": True,
+                    "py314": True, "clang-2.17": False, "trt": False,
+                    "blackwell": False}  # fmt: skip
+    assert said["mkl-avx2"].startswith(
+        "variant 'mkl-avx2': TensorFlow 2.22.0rc0 has no --config=mkl (its .bazelrc defines it up "
+        "to 2.21): oneDNN is in the stock build: use the stock wheel with TF_ENABLE_ONEDNN_OPTS=1"
+    )
+    assert "has no --config=clang_local (its .bazelrc defines it from 2.21)" in said["clang-2.17"]
+    assert "has no --config=tensorrt (its .bazelrc defines it up to 2.17)" in said["trt"]
+    assert said["blackwell"].startswith(
+        "variant 'blackwell': sm_120 (Blackwell) is built by TensorFlow with nvcc and CUDA 13"
+    )
+    assert "ask for compute_90 instead" in said["blackwell"]
+    assert got["avx2-fma"].compiler_flags == ("-mavx2", "-mfma", "-mf16c")
+    assert "F16C added: TensorFlow 2.22's own wheels have it" in said["avx2-fma"]
+    assert "2.22's build facts are not confirmed from a release tag" in said["py314"]
+    assert got["py314"].variant.python == "3.14" and "no wheels for Python" not in said["py314"]
