@@ -108,11 +108,12 @@ def read_variant(ctx: Ctx, node: yaml.Node, where: str, defaults: Defaults) -> V
     if (n := m.get("python")) is not None:
         python = matched(ctx, n, m.path("python"), PY_VERSION_RE, "a version like 3.11") or python
     tf_node = m.get("tensorflow")
-    tensorflow = (
-        matched(ctx, tf_node, m.path("tensorflow"), TF_VERSION_RE, "a release like 2.17.1")
-        if tf_node is not None
-        else None
-    )
+    tensorflow = None
+    if tf_node is not None and getattr(tf_node, "value", None) == "defaults":
+        tensorflow = defaults.tensorflow  # follows defaults.tensorflow (and --tensorflow)
+    elif tf_node is not None:
+        expected = "a release like 2.17.1, or defaults (defaults.tensorflow)"
+        tensorflow = matched(ctx, tf_node, m.path("tensorflow"), TF_VERSION_RE, expected)
     if name is None or source is None:
         return None
     runtime = "auto"
@@ -147,6 +148,9 @@ def read_variant(ctx: Ctx, node: yaml.Node, where: str, defaults: Defaults) -> V
                 f"{m.path('tensorflow')}: disagrees with the requirement's pin "
                 f"(got {tensorflow!r}; the requirement pins {pinned!r})",
             )
+        if tensorflow and not pinned and not req.specifier:
+            # `tensorflow:` pins an unpinned requirement: what is installed is what is named
+            req = Requirement(f"{req.name}{_extras(req)}=={tensorflow}")
         tensorflow = pinned or tensorflow
         fields = {"requirement": str(req), "constraints": _read_constraints(ctx, m)}
     else:
@@ -165,6 +169,10 @@ def read_variant(ctx: Ctx, node: yaml.Node, where: str, defaults: Defaults) -> V
         where=Where(ctx.file, m.node.start_mark.line + 1),
         **fields,
     )
+
+
+def _extras(req: Requirement) -> str:
+    return f"[{','.join(sorted(req.extras))}]" if req.extras else ""
 
 
 def _read_constraints(ctx: Ctx, m: Keys) -> tuple[str, ...]:

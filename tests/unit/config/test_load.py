@@ -36,7 +36,8 @@ def problems(text: str) -> list[str]:
 def test_default_matrix_has_the_promised_entries() -> None:
     m = load_matrix(REPO / "matrix.yaml")
     v = {x.name: x for x in m.variants}
-    assert v["stock"].requirement == "tensorflow-cpu" and v["stock"].tensorflow is None
+    assert v["stock"].requirement == f"tensorflow-cpu=={m.defaults.tensorflow}"
+    assert v["stock"].tensorflow == m.defaults.tensorflow
     assert v["stock-2.14"].requirement == "tensorflow-cpu==2.14.1"
     assert v["intel-2.14"].requirement == "intel-tensorflow==2.14.0"
     assert v["intel-avx512-2.14"].requirement == "intel-tensorflow-avx512==2.14.0"
@@ -418,3 +419,29 @@ def test_base_images_come_from_a_registry_image_pinned_by_digest() -> None:
     (problem,) = problems(MINIMAL + "defaults:\n  base_images: {from: 'debian:bookworm-slim'}\n")
     assert problem.startswith("matrix.yaml:6:23: defaults.base_images.from: not pinned by digest")
     assert "(got 'debian:bookworm-slim'; expected an image reference with its digest" in problem
+
+
+FOLLOWS = """\
+defaults: {tensorflow: "2.21.0"}
+variants:
+  - {name: stock, source: pypi, requirement: "tensorflow-cpu[and-cuda]", tensorflow: defaults}
+  - {name: src, source: bazel}
+"""
+
+
+def test_a_prebuilt_baseline_follows_the_release_the_source_builds_use() -> None:
+    """`tensorflow: defaults` pins an unpinned requirement to defaults.tensorflow, and
+    --tensorflow moves it with the source builds, so the baseline never drifts from them; the
+    default matrix's baseline does this."""
+    m = parse(FOLLOWS)
+    stock, _ = m.variants
+    assert stock.requirement == "tensorflow-cpu[and-cuda]==2.21.0" and stock.tensorflow == "2.21.0"
+    moved = parse_matrix(FOLLOWS, "matrix.yaml", Path("/srv"), "2.22.0rc0")
+    assert [v.tensorflow for v in moved.variants] == ["2.22.0rc0", "2.22.0rc0"]
+    assert moved.variants[0].requirement == "tensorflow-cpu[and-cuda]==2.22.0rc0"
+    default = load_matrix(REPO / "matrix.yaml")
+    baseline = next(v for v in default.variants if v.name == default.baseline.variant)
+    assert baseline.requirement == f"tensorflow-cpu=={default.defaults.tensorflow}"
+    (problem,) = problems(FOLLOWS.replace('"tensorflow-cpu[and-cuda]"', "tensorflow-cpu==2.20.0"))
+    assert "disagrees with the requirement's pin (got '2.21.0'; the requirement pins '2.20.0')" \
+        in problem  # fmt: skip
