@@ -200,3 +200,31 @@ def test_each_line_of_a_2_22_plan_says_what_will_happen(tmp_path: Path) -> None:
     assert "F16C added: TensorFlow 2.22's own wheels have it" in said["avx2-fma"]
     assert "2.22's build facts are not confirmed from a release tag" in said["py314"]
     assert got["py314"].variant.python == "3.14" and "no wheels for Python" not in said["py314"]
+
+
+def test_tfbuild_matrix_prints_the_same_for_each_line(tmp_path: Path) -> None:
+    """The same plan as `tfbuild matrix --json` gives it, for a saved Skylake profile."""
+    import json
+
+    from support.cli import run_tfbuild
+
+    (tmp_path / "matrix.yaml").write_text(NEXT)
+    profile = tmp_path / "skylake.json"
+    made = run_tfbuild("detect", "--cpuinfo", str(CPUINFO / "skylake-sp-xeon-gold-6132.cpuinfo"),
+                       "--output", str(profile))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    proc = run_tfbuild("matrix", "--matrix", str(tmp_path / "matrix.yaml"), "--host",
+                       str(profile), "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = {v["name"]: v for v in json.loads(proc.stdout)["variants"]}
+    assert lines["mkl-avx2"]["runs_here"] is False
+    assert (
+        "has no --config=mkl (its .bazelrc defines it up to 2.21)"
+        in lines["mkl-avx2"]["reasons"][0]
+    )
+    assert lines["blackwell"]["runs_here"] is False
+    assert lines["blackwell"]["reasons"][0].startswith("variant 'blackwell': sm_120 (Blackwell)")
+    assert lines["avx2-fma"]["compiler_flags"] == ["-mavx2", "-mfma", "-mf16c"]
+    assert "f16c" in lines["avx2-fma"]["required_cpu_flags"]
+    assert lines["py314"]["python"] == "3.14" and lines["py314"]["runs_here"] is True
+    assert lines["stock"]["tensorflow"] == "2.22.0rc0" and lines["stock"]["runs_here"] is True
