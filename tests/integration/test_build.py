@@ -26,11 +26,13 @@ from support.docker import containers
 from support.env import FIXTURES, TOY
 
 from tfbuild import engine, wheelfile
+from tfbuild.audit import isa
 from tfbuild.build.render import PREFLIGHT, template_dirs
 from tfbuild.build.stage import BuildOptions, prepare
 from tfbuild.config.load import load_matrix
 from tfbuild.config.model import PipSettings
 from tfbuild.files import sha256_of
+from tfbuild.machine import cpu
 from tfbuild.machine.detect import detect
 from tfbuild.plan.make import make_plan
 from tfbuild.runtime.container import DockerRuntime
@@ -62,7 +64,7 @@ def test_build_exports_labelled_wheel_with_manifests(
     made = manifest["copts"]  # the variant's, then the era's warning copts if any
     assert isinstance(made, list) and made[: len(copts)] == copts
     command = str(manifest["bazel_command"])
-    assert command.startswith(f"bazel build --define=TOY_COPTS={' '.join(copts)}")
+    assert command.startswith("bazel build " + " ".join(f"--copt={c}" for c in copts))
     assert "--repository_cache=/cache/repository --disk_cache=/cache/disk" in command
     assert command.endswith(" //:probe")
     assert str(manifest["bazel_version"]).startswith("bazel 4.2.3")
@@ -300,3 +302,61 @@ def test_bench_refuses_a_stale_source_build(toy_store: Path, tmp_path: Path) -> 
     assert failure["stage"] == "fetch"
     assert "changed since its wheel was built" in failure["reason"]
     assert "tfbuild build --variant avx2-fma" in failure["reason"]
+
+
+FLOOR = """\
+  - {name: floor-avx2-fma, source: bazel, tensorflow: 2.21.0, cpu_flags: [avx2, fma]}
+  - {name: floor-plain, source: bazel, tensorflow: 2.21.0}
+  - {name: floor-mkl, source: bazel, tensorflow: 2.21.0, configs: [mkl]}
+"""
+
+
+def _extension(store: Path, variant: str) -> Path:
+    """The probe extension bazel built, out of the variant's wheel."""
+    wheel = next((store / f"tf2.21-py3.11-{variant}").glob("*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        (member,) = [n for n in archive.namelist() if n.startswith("tfbuild_probe/_probe")]
+        out = store / f"{variant}.so"
+        out.write_bytes(archive.read(member))
+    return out
+
+
+def _within(names: list[str]) -> set[str]:
+    """The extensions a build with these flags may use: them and what they imply."""
+    cpuinfo = cpu.cpuinfo_flags_for(names)
+    return {name for name, flag in cpu.tf_flag_table().items() if flag.cpuinfo in cpuinfo}
+
+
+def test_what_bazel_built_holds_the_floor_the_flags_and_the_configs(
+    base_image: str, tmp_path: Path
+) -> None:
+    """The toy C++ build is the recipe's own bazel command line on a real bazel (Debian's
+    4.2.3, with bazel-bootstrap-source's mock repositories): for TensorFlow 2.21, the object
+    of a variant naming AVX2 and FMA holds F16C (the floor, added), AVX2 and FMA instructions
+    and nothing beyond them; a plain variant's holds AVX and F16C only (--config=avx_linux as
+    TensorFlow's .bazelrc defines it); --config=mkl's define reaches the compiler (the
+    config_setting's marker is in that object and in no other)."""
+    shutil.copytree(TOY, tmp_path / "toy")
+    matrix = tmp_path / "toy" / "matrix.yaml"
+    text = matrix.read_text()
+    assert "\ntunings:" in text
+    matrix.write_text(text.replace("\ntunings:", "\n" + FLOOR + "tunings:", 1))
+    store = tmp_path / "store"
+    proc = run_tfbuild("build", "--matrix", str(matrix), "--tf-source", str(TOY / "src"),
+                       "--store", str(store), "--only", "floor-*", timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    tuned = isa.audit_object(_extension(store, "floor-avx2-fma"), "tuned", workers=1)
+    assert {"avx2", "fma", "f16c"} <= set(tuned.usage) <= _within(["avx2", "fma", "f16c"])
+    plain = isa.audit_object(_extension(store, "floor-plain"), "plain", workers=1)
+    assert {"avx", "f16c"} <= set(plain.usage) <= _within(["avx", "f16c"]), plain.usage
+    marker = b"toy_built_with_mkl"
+    assert marker in _extension(store, "floor-mkl").read_bytes()
+    assert marker not in _extension(store, "floor-plain").read_bytes()
+
+    def command(variant: str) -> str:
+        manifest = json.loads((store / f"tf2.21-py3.11-{variant}" / "manifest.json").read_text())
+        return str(manifest["bazel_command"])
+
+    assert "--copt=-mavx2 --copt=-mfma --copt=-mf16c " in command("floor-avx2-fma")
+    assert "--config=avx_linux " in command("floor-plain")
+    assert "--config=mkl " in command("floor-mkl")

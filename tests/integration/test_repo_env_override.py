@@ -8,9 +8,11 @@ without the recipe's own `--repo_env` arguments.
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
+import jinja2
 import pytest
 from support.env import FIXTURES, TOY
 from support.recipes import recipe_for
@@ -55,7 +57,10 @@ def bazel_image(base_image: str) -> str:
     template = (TOY / "templates" / "tensorflow.Dockerfile.j2").read_text()
     toolchain = template.split("\n\nFROM toolchain AS source", 1)[0]
     assert "bazel-bootstrap" in toolchain
-    dockerfile = re.sub(r"\A#.*\n", "", toolchain).replace("{{ base_image }}", base_image)
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    environment.filters["sh"] = shlex.quote
+    rendered = environment.from_string(re.sub(r"\A#.*\n", "", toolchain))
+    dockerfile = rendered.render(base_image=base_image, compiler_facts={"cc": None})
     subprocess.run(
         ["docker", "build", "-q", "-t", IMAGE, "-"],
         input=dockerfile, capture_output=True, text=True, check=True, timeout=900,
