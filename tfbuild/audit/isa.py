@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from tfbuild.audit.elf import ELF_MAGIC, FATBIN_SECTIONS, Elf, Functions, OtherMachine
+from tfbuild.config.tensorflow import floor_flags
 from tfbuild.machine import cpu
 
 ANALYSIS_VERSION = 4
@@ -512,11 +513,14 @@ def audit_wheel(
 
 
 def declared_flags(manifest: dict[str, Any] | None) -> set[str]:
-    """Extensions a tfbuild-built wheel was compiled for, from its manifest's copts."""
+    """Extensions a tfbuild-built wheel was compiled for, from its manifest's copts, and the
+    release's own floor when it was built with --config=avx_linux (AVX, and F16C from 2.21)."""
     if not manifest:
         return set()
     by_copt = {flag.copt: name for name, flag in cpu.tf_flag_table().items()}
     names = {by_copt[c] for c in manifest.get("copts") or [] if c in by_copt}
+    if "avx_linux" in (manifest.get("configs") or []):
+        names |= set(floor_flags(str(manifest.get("tensorflow") or "")))
     flags = cpu.cpuinfo_flags_for(names)
     for c in manifest.get("copts") or []:
         if c.startswith("-march=") and c[7:] in cpu.marches():

@@ -205,3 +205,16 @@ def test_wheel_report_verdicts_and_cache(tmp_path: Path) -> None:
 def test_unknown_cpu_model() -> None:
     with pytest.raises(UsageError, match="did you mean 'Haswell'"):
         target_for_model("Hasswell")
+
+
+def test_a_tfbuild_wheels_declared_extensions_include_its_releases_floor() -> None:
+    """What inspect takes a tfbuild-built wheel to be compiled for: its copts, and TensorFlow's
+    floor when it was built with --config=avx_linux (AVX, and F16C from 2.21 on)."""
+    plain_221 = {"copts": ["-Wno-gnu-offsetof-extensions"], "configs": ["avx_linux"],
+                 "tensorflow": "2.21.0"}  # fmt: skip
+    assert {"avx", "f16c"} <= isa.declared_flags(plain_221)
+    plain_217 = {**plain_221, "tensorflow": "2.17.1"}
+    assert "avx" in isa.declared_flags(plain_217) and "f16c" not in isa.declared_flags(plain_217)
+    tuned = {"copts": ["-mavx2", "-mfma", "-mf16c"], "configs": [], "tensorflow": "2.21.0"}
+    assert {"avx2", "fma", "f16c", "avx"} <= isa.declared_flags(tuned)
+    assert "avx512f" not in isa.declared_flags(tuned)
