@@ -21,7 +21,13 @@ from tfbuild.errors import UsageError
 from tfbuild.machine import cpu
 from tfbuild.machine.profile import HostProfile
 from tfbuild.plan.make import PlannedVariant
-from tfbuild.plan.target import config_refusal, cuda_refusal, floor_added, plain_cpu
+from tfbuild.plan.target import (
+    config_refusal,
+    cuda_refusal,
+    floor_added,
+    plain_cpu,
+    shown_flags,
+)
 from tfbuild.resources import load_table
 
 CACHE_MOUNT = "/cache"
@@ -219,7 +225,7 @@ def make_recipe(
         )
 
     if added := floor_added(variant, host):
-        floor = ", ".join(cpu.display_name(cpu.tf_flag_table()[f].cpuinfo) for f in added)
+        floor = shown_flags(added)
         notes.append(
             f"{floor} added: TensorFlow {minor}'s own wheels are built with "
             f"{'it' if len(added) == 1 else 'them'} (--config=avx_linux), and no variant is built "

@@ -24,6 +24,7 @@ from tfbuild.plan.target import (
     floor_added,
     required_cpu_flags,
     resolve_march,
+    shown_flags,
 )
 from tfbuild.resources import load_table
 
@@ -261,7 +262,7 @@ def verdict(
     if variant.march == "native":
         reasons.append("-march=native ties the wheel to the CPU of the machine that builds it")
     if added := floor_added(variant, host):
-        names = ", ".join(cpu.display_name(cpu.tf_flag_table()[f].cpuinfo) for f in added)
+        names = shown_flags(added)
         them = "it" if len(added) == 1 else "them"
         reasons.append(f"{names} added: TensorFlow {variant.tf_minor}'s own wheels have {them}")
     if variant.source == "bazel" and release is not None and release.get("verify"):

@@ -32,6 +32,12 @@ def compiler_flags(variant: Variant, host: HostProfile) -> tuple[str, ...]:
     return (*flags, *variant.copts)
 
 
+def shown_flags(names: tuple[str, ...]) -> str:
+    """matrix.yaml flag names as a person reads them: AVX, F16C."""
+    table = cpu.tf_flag_table()
+    return ", ".join(cpu.display_name(table[name].cpuinfo) for name in names)
+
+
 def floor_added(variant: Variant, host: HostProfile) -> tuple[str, ...]:
     """The extensions of TensorFlow's own CPU floor for the variant's release (its avx_linux:
     AVX, and F16C from 2.21) that a source variant naming its own instruction sets would not
