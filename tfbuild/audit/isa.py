@@ -27,7 +27,7 @@ import struct
 import tempfile
 import zipfile
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -269,12 +269,12 @@ def audit_object(
     path: Path,
     label: str,
     workers: int,
-    declared: Iterable[str] = (),
+    declared: Mapping[str, str] | None = None,
     device_code: DeviceCodeLister | None = None,
 ) -> ObjectAudit:
     elf = Elf(path)
     try:
-        return _audit_elf(elf, path, label, workers, declared, device_code)
+        return _audit_elf(elf, path, label, workers, declared or {}, device_code)
     finally:
         elf.close()
 
@@ -284,7 +284,7 @@ def _audit_elf(
     path: Path,
     label: str,
     workers: int,
-    declared: Iterable[str],
+    declared: Mapping[str, str],
     device_code: DeviceCodeLister | None,
 ) -> ObjectAudit:
     every = elf.functions()
@@ -353,9 +353,9 @@ def _audit_elf(
         for name, u in usage.items():
             if u.functions >= PERVASIVE_MIN_FUNCTIONS and u.functions / total >= PERVASIVE_SHARE:
                 baseline[name].append(f"pervasive ({u.functions / total:.0%} of functions)")
-        for name in declared:
+        for name, why in declared.items():
             if name in usage:
-                baseline[name].append("compiled for it (manifest copts)")
+                baseline[name].append(f"compiled for it ({why})")
         # Code whose address is taken by code that runs on load may be called through the
         # pointer right away. With a CPU check (CPUID) in the object that is the dispatch
         # pattern; without one, nothing shows that the call waits for a check, so the
@@ -462,7 +462,7 @@ def elf_members(archive: zipfile.ZipFile) -> list[str]:
 
 def audit_wheel(
     wheel: Path,
-    declared: Iterable[str] = (),
+    declared: Mapping[str, str] | None = None,
     workers: int | None = None,
     device_code: DeviceCodeLister | None = None,
     progress: Progress | None = None,
@@ -512,17 +512,23 @@ def audit_wheel(
     return audits
 
 
-def declared_flags(manifest: dict[str, Any] | None) -> set[str]:
-    """Extensions a tfbuild-built wheel was compiled for, from its manifest's copts, and the
-    release's own floor when it was built with --config=avx_linux (AVX, and F16C from 2.21)."""
+def declared_flags(manifest: dict[str, Any] | None) -> dict[str, str]:
+    """Extensions a tfbuild-built wheel was compiled for, each with where the manifest says so:
+    its copts (-mavx2, or an -march=), or the release's own floor when it was built with
+    --config=avx_linux (AVX, and F16C from 2.21)."""
     if not manifest:
-        return set()
+        return {}
     by_copt = {flag.copt: name for name, flag in cpu.tf_flag_table().items()}
-    names = {by_copt[c] for c in manifest.get("copts") or [] if c in by_copt}
+    copts = [str(c) for c in manifest.get("copts") or []]
+    why: dict[str, str] = {}
     if "avx_linux" in (manifest.get("configs") or []):
-        names |= set(floor_flags(str(manifest.get("tensorflow") or "")))
-    flags = cpu.cpuinfo_flags_for(names)
-    for c in manifest.get("copts") or []:
+        release = str(manifest.get("tensorflow") or "")
+        for flag in cpu.cpuinfo_flags_for(set(floor_flags(release))):
+            why[flag] = f"TensorFlow {release}'s floor, --config=avx_linux in the manifest"
+    for flag in cpu.cpuinfo_flags_for({by_copt[c] for c in copts if c in by_copt}):
+        why[flag] = "manifest copts"
+    for c in copts:
         if c.startswith("-march=") and c[7:] in cpu.marches():
-            flags |= cpu.marches()[c[7:]].flags
-    return flags
+            for flag in cpu.marches()[c[7:]].flags:
+                why.setdefault(flag, f"{c} in the manifest copts")
+    return why

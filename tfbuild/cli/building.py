@@ -48,8 +48,11 @@ class BuildSettings:
     quiet: bool
 
     def __post_init__(self) -> None:
-        if not (self.variants or self.build_all or self.selection.only or self.selection.skip):
-            raise UsageError("name what to build: --variant NAME, --only PATTERN or --all")
+        chosen = self.selection.only or self.selection.skip or self.selection.opt_in
+        if not (self.variants or self.build_all or chosen):
+            raise UsageError(
+                "name what to build: --variant NAME, --only PATTERN, --with SET or --all"
+            )
 
 
 @cli.command()
@@ -107,6 +110,7 @@ def build(
     build_all: bool,
     only: tuple[str, ...],
     skip: tuple[str, ...],
+    opt_in: tuple[str, ...],
     store_path: Path,
     dry_run: bool,
     force: bool,
@@ -137,7 +141,7 @@ def build(
         matrix=matrix_path,
         variants=variants,
         build_all=build_all,
-        selection=Selection(only=only, skip=skip),
+        selection=Selection(only=only, skip=skip, opt_in=opt_in),
         store=store_path,
         dry_run=dry_run,
         force=force,
@@ -156,7 +160,8 @@ def build(
         chosen = list(dict.fromkeys(matrix.variant(name) for name in settings.variants))
     else:
         only, skip = settings.selection.only, settings.selection.skip
-        chosen = list(dict.fromkeys(v for v, _ in select(matrix, only, skip)))
+        sets = [s.name for s in matrix.opt_in] if settings.build_all else settings.selection.opt_in
+        chosen = list(dict.fromkeys(v for v, _ in select(matrix, only, skip, sets)))
     exact = [glob.escape(v.name) for v in chosen]
     plan = make_plan(matrix, build_target(settings.host), only=exact)
     planned = [plan.planned(v.name) for v in chosen]
@@ -240,6 +245,7 @@ def fetch(
     matrix_path: Path | None,
     only: tuple[str, ...],
     skip: tuple[str, ...],
+    opt_in: tuple[str, ...],
     store_path: Path,
     refresh: bool,
 ) -> None:
@@ -255,14 +261,15 @@ def fetch(
 
     settings = FetchSettings(
         matrix=matrix_path,
-        selection=Selection(only=only, skip=skip),
+        selection=Selection(only=only, skip=skip, opt_in=opt_in),
         store=store_path,
         refresh=refresh,
     )
     matrix = read_matrix(settings.matrix)
     store = WheelStore(settings.store)
     seen: set[str] = set()
-    for variant, _ in select(matrix, settings.selection.only, settings.selection.skip):
+    selection = settings.selection
+    for variant, _ in select(matrix, selection.only, selection.skip, selection.opt_in):
         if variant.name in seen or variant.source == "bazel":
             continue
         seen.add(variant.name)

@@ -64,6 +64,14 @@ def host_option(f: F) -> F:
 
 def selection_options(f: F) -> F:
     f = click.option(
+        "--with",
+        "opt_in",
+        multiple=True,
+        metavar="SET",
+        help="Add the variants of this opt-in set of the matrix (its opt_in section: newer "
+        "releases, nightlies, older builds; repeatable).",
+    )(f)
+    f = click.option(
         "--skip",
         multiple=True,
         metavar="PATTERN",
@@ -298,10 +306,11 @@ def results_paths(specs: Sequence[str], option: str = "--against") -> tuple[Path
 
 @dataclass(frozen=True, kw_only=True)
 class Selection:
-    """--only and --skip: the configs a command works on."""
+    """--with, --only and --skip: the configs a command works on."""
 
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
+    opt_in: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

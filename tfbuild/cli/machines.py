@@ -134,6 +134,7 @@ def matrix_cmd(
     host_path: Path | None,
     only: tuple[str, ...],
     skip: tuple[str, ...],
+    opt_in: tuple[str, ...],
     as_json: bool,
     latest: bool,
 ) -> None:
@@ -148,7 +149,7 @@ def matrix_cmd(
     settings = MatrixSettings(
         matrix=matrix_path,
         host=host_path,
-        selection=Selection(only=only, skip=skip),
+        selection=Selection(only=only, skip=skip, opt_in=opt_in),
         as_json=as_json,
         latest=latest,
     )

@@ -98,7 +98,14 @@ EVERYTHING = Selection()
 
 def plan_here(matrix: Matrix, target: HostProfile, selection: Selection = EVERYTHING) -> Plan:
     """The one plan for a machine (`matrix`, `detect --matrix`)."""
-    return make_plan(matrix, target, selection.only, selection.skip, runtimes(matrix, target))
+    return make_plan(
+        matrix,
+        target,
+        selection.only,
+        selection.skip,
+        runtimes(matrix, target),
+        opt_in=selection.opt_in,
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -122,7 +129,7 @@ def session_plan(
     run on (this one, or a remote engine's when its containers run there), made once."""
     here = detect(docker=engine_status)
     kinds: dict[str, str] = {}
-    for variant, _ in select(matrix, selection.only, selection.skip):
+    for variant, _ in select(matrix, selection.only, selection.skip, selection.opt_in):
         try:
             kinds[variant.name] = runtime_kind(variant, wanted.runtime, engine_status.reachable)
         except EngineUnavailable:
@@ -138,4 +145,4 @@ def session_plan(
         note=note,
     )
     where = runtimes_for(matrix, target, wanted.runtime, image_probe(engine_status))
-    return make_plan(matrix, target, selection.only, selection.skip, where)
+    return make_plan(matrix, target, selection.only, selection.skip, where, opt_in=selection.opt_in)

@@ -75,7 +75,7 @@ class SessionSettings:
         return cls(
             matrix=params["matrix_path"],
             tensorflow=params["tensorflow"],
-            selection=Selection(only=params["only"], skip=params["skip"]),
+            selection=Selection(only=params["only"], skip=params["skip"], opt_in=params["opt_in"]),
             suite=SuiteRequest.parse(
                 quick=params["quick"],
                 preset=params.get("preset"),
@@ -282,6 +282,7 @@ def calibrate(
     matrix_path: Path | None,
     only: tuple[str, ...],
     skip: tuple[str, ...],
+    opt_in: tuple[str, ...],
     store_path: Path,
     rounds: int,
     seed: int | None,
@@ -305,7 +306,7 @@ def calibrate(
 
     settings = CalibrateSettings(
         matrix=matrix_path,
-        selection=Selection(only=only, skip=skip),
+        selection=Selection(only=only, skip=skip, opt_in=opt_in),
         store=store_path,
         rounds=rounds,
         seed=seed,

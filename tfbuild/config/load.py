@@ -1,4 +1,5 @@
-"""matrix.yaml: the variants to build or fetch, the runtime tunings, the suite and the baseline.
+"""matrix.yaml: the variants to build or fetch, the runtime tunings, the suite, the baseline and
+the opt-in sets.
 
 The file is parsed once, here, into the frozen objects of tfbuild.config.model; nothing else reads
 YAML. Validation walks the YAML node tree so that every problem is reported as
@@ -17,7 +18,14 @@ from tfbuild.config.model import (
     Matrix,
     Tuning,
 )
-from tfbuild.config.sections import read_baseline, read_defaults, read_suite, read_tuning, unique
+from tfbuild.config.sections import (
+    read_baseline,
+    read_defaults,
+    read_opt_in,
+    read_suite,
+    read_tuning,
+    unique,
+)
 from tfbuild.config.tensorflow import accepted_releases, has_recipe, tf_release
 from tfbuild.config.values import SCHEMA_VERSION, TF_VERSION_RE
 from tfbuild.config.variants import read_variant
@@ -48,7 +56,7 @@ def parse_matrix(text: str, file: str, base_dir: Path, tensorflow: str | None = 
         raise MatrixError(ctx.problems)
     top.where = "matrix"
     top.check_keys(
-        ["schema_version", "defaults", "variants", "tunings", "suite", "baseline"],
+        ["schema_version", "defaults", "variants", "tunings", "suite", "baseline", "opt_in"],
         required=["variants"],
     )
     if (n := top.get("schema_version")) is not None:
@@ -91,6 +99,7 @@ def parse_matrix(text: str, file: str, base_dir: Path, tensorflow: str | None = 
         tunings.append(Tuning(name="default"))
     suite = read_suite(ctx, top.get("suite"))
     baseline = read_baseline(ctx, top.get("baseline"), variants, tunings)
+    opt_in = read_opt_in(ctx, top.get("opt_in"), variants, baseline)
     if ctx.problems or baseline is None:
         if not ctx.problems:
             ctx.error(root, "matrix: needs at least one variant and one tuning")
@@ -102,6 +111,7 @@ def parse_matrix(text: str, file: str, base_dir: Path, tensorflow: str | None = 
         tunings=tuple(tunings),
         suite=suite,
         baseline=baseline,
+        opt_in=opt_in,
     )
 
 

@@ -4,7 +4,7 @@ these."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -212,6 +212,18 @@ class Baseline:
 
 
 @dataclass(frozen=True)
+class OptIn:
+    """A named set of variants the default run leaves out (`--with NAME` adds them): builds
+    whose figures do not stay comparable from one run to the next (a release candidate, the
+    nightly) or that come from another era, each with what it is (`about`)."""
+
+    name: str
+    about: str
+    variants: tuple[str, ...]
+    where: Where | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class Matrix:
     path: Path
     defaults: Defaults
@@ -219,6 +231,27 @@ class Matrix:
     tunings: tuple[Tuning, ...]
     suite: Suite
     baseline: Baseline
+    opt_in: tuple[OptIn, ...] = ()
+
+    @property
+    def left_out(self) -> frozenset[str]:
+        """The variants the default run leaves out: those in an opt-in set."""
+        return frozenset(name for s in self.opt_in for name in s.variants)
+
+    def opted_in(self, names: Sequence[str]) -> frozenset[str]:
+        """The variants of the opt-in sets `names` (`--with`)."""
+        known = {s.name: s for s in self.opt_in}
+        for name in names:
+            if name not in known:
+                raise SelectionError(
+                    f"--with {name}: {self.path} "
+                    + (
+                        unknown("opt-in set", name, list(known))
+                        if known
+                        else "has no opt-in sets (an 'opt_in:' section names them)"
+                    )
+                )
+        return frozenset(v for name in names for v in known[name].variants)
 
     def variant(self, name: str) -> Variant:
         for v in self.variants:

@@ -1,5 +1,5 @@
 """Reading the other sections of matrix.yaml: defaults (TensorFlow, Python, base images, bazel
-and pip settings), tunings, the suite and its presets, the baseline."""
+and pip settings), tunings, the suite and its presets, the baseline, the opt-in sets."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tfbuild.config.model import (
     Baseline,
     BazelSettings,
     Defaults,
+    OptIn,
     PipSettings,
     Suite,
     SuiteSettings,
@@ -397,6 +398,48 @@ def read_baseline(
     if chosen["variant"] is None or chosen["tuning"] is None:
         return None
     return Baseline(chosen["variant"], chosen["tuning"])
+
+
+def read_opt_in(
+    ctx: Ctx, node: yaml.Node | None, variants: Sequence[Variant], baseline: Baseline | None
+) -> tuple[OptIn, ...]:
+    """opt_in: NAME -> {about, variants}: sets of variants the default run leaves out."""
+    if node is None or (m := as_mapping(ctx, node, "opt_in")) is None:
+        return ()
+    names = [v.name for v in variants]
+    sets = []
+    for name, (key, value) in m.items.items():
+        if not NAME_RE.fullmatch(name):
+            ctx.error(key, f"opt_in: not a valid set name (got {name!r}; expected {NAME_RULE})")
+            continue
+        if (sub := as_mapping(ctx, value, f"opt_in.{name}")) is None:
+            continue
+        sub.check_keys(["about", "variants"], required=["about", "variants"])
+        about = sub.get("about")
+        text = scalar(ctx, about, sub.path("about"), "a sentence") if about else None
+        listed_node = sub.get("variants")
+        if listed_node is None:
+            continue
+        chosen = listed(
+            ctx,
+            listed_node,
+            sub.path("variants"),
+            lambda c, w: choice(ctx, c, w, names, "variant"),
+        )
+        if isinstance(listed_node, yaml.SequenceNode) and not listed_node.value:
+            ctx.error(listed_node, f"{sub.path('variants')}: needs at least one variant")
+        children = listed_node.value if isinstance(listed_node, yaml.SequenceNode) else []
+        for child in children:
+            if baseline is not None and getattr(child, "value", None) == baseline.variant:
+                ctx.error(
+                    child,
+                    f"{sub.path('variants')}: the baseline variant {baseline.variant!r} cannot be "
+                    "opt-in (every run compares with it); expected other variants",
+                )
+        if text:
+            where = Where(ctx.file, key.start_mark.line + 1)
+            sets.append(OptIn(name, " ".join(text.split()), chosen, where=where))
+    return tuple(sets)
 
 
 def unique(ctx: Ctx, items: Sequence[Any], key: str, kind: str, nodes: Sequence[yaml.Node]) -> None:

@@ -301,10 +301,12 @@ def make_plan(
     only: Sequence[str] = (),
     skip: Sequence[str] = (),
     runtimes: Runtimes | None = None,
+    *,
+    opt_in: Sequence[str] = (),
 ) -> Plan:
     """The selected configs resolved for `host`. `runtimes` (runtimes_here) also judges whether
     each variant's Python can run in the runtime it gets here."""
-    pairs = select(matrix, only, skip)
+    pairs = select(matrix, only, skip, opt_in)
     planned: dict[str, PlannedVariant] = {}
     resolved: dict[str, ResolvedTuning] = {}
     for variant, tuning in pairs:

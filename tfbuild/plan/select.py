@@ -2,7 +2,8 @@
 
 Patterns are fnmatch patterns over variant names (or ids), optionally with a tuning part:
 ``mkl-*`` selects every config of the matching variants, ``stock:single-*`` only some tunings of
-one variant."""
+one variant. The variants of the matrix's opt-in sets are left out unless their set is named
+(--with) or a pattern names the variant itself, without wildcards."""
 
 from __future__ import annotations
 
@@ -23,23 +24,52 @@ def _matches(pattern: str, variant: Variant, tuning: Tuning) -> bool:
     return not tuning_part or fnmatch.fnmatchcase(tuning.name, tuning_part)
 
 
+def _named(only: Sequence[str], variant: Variant) -> bool:
+    return any(p.partition(":")[0] in (variant.name, variant.id) for p in only)
+
+
 def select(
-    matrix: Matrix, only: Sequence[str] = (), skip: Sequence[str] = ()
+    matrix: Matrix,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    opt_in: Sequence[str] = (),
 ) -> list[tuple[Variant, Tuning]]:
-    """The (variant, tuning) pairs picked by --only / --skip, in matrix order."""
+    """The (variant, tuning) pairs picked by --with / --only / --skip, in matrix order."""
+    opted = matrix.opted_in(opt_in)
+    candidates = [
+        v
+        for v in matrix.variants
+        if v.name not in matrix.left_out or v.name in opted or _named(only, v)
+    ]
     pairs = [
         (v, t)
-        for v in matrix.variants
+        for v in candidates
         for t in matrix.tunings
         if (not only or any(_matches(p, v, t) for p in only))
         and not any(_matches(p, v, t) for p in skip)
     ]
     if not pairs:
-        given = " ".join([*(f"--only {p!r}" for p in only), *(f"--skip {p!r}" for p in skip)])
+        given = " ".join(
+            [
+                *(f"--with {n}" for n in opt_in),
+                *(f"--only {p!r}" for p in only),
+                *(f"--skip {p!r}" for p in skip),
+            ]
+        )
         raise SelectionError(
             f"{given} selects nothing in {matrix.path} "
-            f"(variants: {', '.join(v.name for v in matrix.variants)}; "
+            f"(variants: {', '.join(v.name for v in candidates)}; "
             f"tunings: {', '.join(t.name for t in matrix.tunings)}); "
             "patterns are VARIANT or VARIANT:TUNING, with * and ? wildcards"
+            + (
+                f"; opt-in variants come with --with SET ({opt_in_sets(matrix)}) or by name"
+                if matrix.opt_in
+                else ""
+            )
         )
     return pairs
+
+
+def opt_in_sets(matrix: Matrix) -> str:
+    """The opt-in sets and their variants, for messages: `newer: a, b; intel-2023: c`."""
+    return "; ".join(f"{s.name}: {', '.join(s.variants)}" for s in matrix.opt_in)

@@ -227,6 +227,13 @@ def plan_view(plan: Plan) -> Group:
         f"{len(plan.configs)} configs = {len(plan.variants)} variants x {len(plan.tunings)} "
         f"tunings; {runnable} can run on this host",
     )
+    planned = {pv.variant.name for pv in plan.variants}
+    for opt in plan.matrix.opt_in:
+        if not set(opt.variants) <= planned:
+            summary.append(
+                f"\n--with {opt.name} adds {', '.join(opt.variants)} (opt-in): {opt.about}",
+                style="dim",
+            )
     return Group(variants, Text(""), tunings, Text(""), summary)
 
 

@@ -208,13 +208,26 @@ def test_unknown_cpu_model() -> None:
 
 
 def test_a_tfbuild_wheels_declared_extensions_include_its_releases_floor() -> None:
-    """What inspect takes a tfbuild-built wheel to be compiled for: its copts, and TensorFlow's
-    floor when it was built with --config=avx_linux (AVX, and F16C from 2.21 on)."""
+    """What inspect takes a tfbuild-built wheel to be compiled for, each with where the manifest
+    says so: its copts, and TensorFlow's floor when it was built with --config=avx_linux (AVX,
+    and F16C from 2.21 on)."""
     plain_221 = {"copts": ["-Wno-gnu-offsetof-extensions"], "configs": ["avx_linux"],
                  "tensorflow": "2.21.0"}  # fmt: skip
-    assert {"avx", "f16c"} <= isa.declared_flags(plain_221)
-    plain_217 = {**plain_221, "tensorflow": "2.17.1"}
-    assert "avx" in isa.declared_flags(plain_217) and "f16c" not in isa.declared_flags(plain_217)
-    tuned = {"copts": ["-mavx2", "-mfma", "-mf16c"], "configs": [], "tensorflow": "2.21.0"}
-    assert {"avx2", "fma", "f16c", "avx"} <= isa.declared_flags(tuned)
-    assert "avx512f" not in isa.declared_flags(tuned)
+    floor = "TensorFlow 2.21.0's floor, --config=avx_linux in the manifest"
+    declared = isa.declared_flags(plain_221)
+    assert {"avx", "f16c", "sse4_2"} <= set(declared)  # with what AVX implies
+    assert set(declared.values()) == {floor}
+    plain_217 = isa.declared_flags({**plain_221, "tensorflow": "2.17.1"})
+    assert "avx" in plain_217 and "f16c" not in plain_217
+    tuned = {"copts": ["-mavx2", "-mfma", "-mf16c"], "configs": ["avx_linux"],
+             "tensorflow": "2.21.0"}  # fmt: skip
+    why = isa.declared_flags(tuned)
+    assert {name: why[name] for name in ("avx2", "fma", "f16c", "avx")} == {
+        "avx2": "manifest copts",
+        "fma": "manifest copts",
+        "f16c": "manifest copts",
+        "avx": "manifest copts",  # -mavx2 implies it
+    }
+    assert "avx512f" not in why
+    native = isa.declared_flags({"copts": ["-march=haswell"], "configs": []})
+    assert native["avx2"] == "-march=haswell in the manifest copts" and "avx512f" not in native

@@ -33,6 +33,7 @@ def test_console_script_installed() -> None:
     ("args", "code", "message"),
     [
         (["matrix", "--only", "mkl-avx3"], 4, "selects nothing"),
+        (["matrix", "--with", "intel"], 4, "unknown opt-in set 'intel'"),
         (["detect", "--cpuinfo", "/nonexistent/cpuinfo"], 3, "/nonexistent/cpuinfo: cannot read"),
         (["detect", "--cpuinfo", str(HASWELL), "--host", str(HASWELL)], 64, "give one of them"),
         (["matrix", "--bogus"], 64, "No such option"),

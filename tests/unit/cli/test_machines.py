@@ -116,6 +116,30 @@ def test_saved_cpuinfo_then_plan_for_that_host(tmp_path: Path) -> None:
     assert "needs AVX512F" in table.stdout
 
 
+def test_opt_in_sets_are_named_and_added_with_with(tmp_path: Path) -> None:
+    """The default plan leaves the opt-in sets out and says how to add each, with what it is;
+    `--with SET` adds that set's variants, `--only NAME` one of them alone."""
+    host = tmp_path / "haswell.json"
+    saved = run_tfbuild("detect", "--cpuinfo", str(HASWELL), "--json", "-o", str(host))
+    assert saved.returncode == 0, saved.stderr
+    plain = run_tfbuild("matrix", "--host", str(host), "--json", cwd=REPO)
+    assert plain.returncode == 0, plain.stderr
+    names = {v["name"] for v in json.loads(plain.stdout)["variants"]}
+    assert "stock" in names and not names & {"nightly", "stock-2.22rc0", "intel-2.14"}
+    table = run_tfbuild("matrix", "--host", str(host), cwd=REPO, env={"COLUMNS": "200"})
+    lines = table.stdout.splitlines()
+    newer = next(line for line in lines if line.startswith("--with newer adds"))
+    assert newer.startswith("--with newer adds stock-2.22rc0, nightly (opt-in): TensorFlow after")
+    intel = next(line for line in lines if line.startswith("--with intel-2023 adds"))
+    assert "intel-tensorflow 2.14.0, 2023" in intel
+    added = run_tfbuild("matrix", "--host", str(host), "--with", "intel-2023", "--json", cwd=REPO)
+    variants = {v["name"]: v for v in json.loads(added.stdout)["variants"]}
+    assert {"stock-2.14", "intel-2.14", "intel-avx512-2.14"} <= set(variants)
+    assert variants["intel-avx512-2.14"]["runs_here"] is False  # Haswell has no AVX-512
+    alone = run_tfbuild("matrix", "--host", str(host), "--only", "nightly", "--json", cwd=REPO)
+    assert [v["name"] for v in json.loads(alone.stdout)["variants"]] == ["nightly"]
+
+
 def test_matrix_default_lookup(tmp_path: Path) -> None:
     # an empty folder: the packaged matrix
     proc = run_tfbuild("matrix", "--json", cwd=tmp_path)

@@ -12,7 +12,7 @@ from support.env import REPO
 
 from tfbuild.config.load import load_matrix, parse_matrix
 from tfbuild.config.model import Matrix
-from tfbuild.config.values import parse_duration, parse_percent
+from tfbuild.config.values import NAME_RULE, parse_duration, parse_percent
 from tfbuild.errors import MatrixError
 
 MINIMAL = """\
@@ -60,6 +60,46 @@ def test_default_matrix_has_the_promised_entries() -> None:
     assert (quick.budget_s, quick.resolve, quick.sequential) == (600.0, 0.10, True)
     assert (full.budget_s, full.resolve, full.min_rounds, full.max_rounds) == (1200.0, 0.05, 3, 30)
     assert v["mkl-avx2"].id == "tf2.21-py3.11-mkl-avx2"
+    # what moves or is of another era is opt-in, the baseline is not
+    sets = {s.name: s.variants for s in m.opt_in}
+    assert sets == {
+        "newer": ("stock-2.22rc0", "nightly"),
+        "intel-2023": ("stock-2.14", "intel-2.14", "intel-avx512-2.14"),
+    }
+    assert v["stock-2.22rc0"].requirement == "tensorflow-cpu==2.22.0rc0"
+    assert v["nightly"].requirement == "tf-nightly" and v["nightly"].tensorflow is None
+    assert all(s.about for s in m.opt_in) and m.baseline.variant not in m.left_out
+
+
+def test_opt_in_sets_are_validated() -> None:
+    found = problems(
+        """
+        variants:
+          - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}
+          - {name: nightly, source: pypi, requirement: tf-nightly}
+        opt_in:
+          newer:
+            about: the nightly
+            variants: [nightly, nighty]
+          base:
+            about: no
+            variants: [stock]
+          empty: {about: nothing, variants: []}
+          quiet: {variants: [nightly]}
+          "bad name": {about: x, variants: [nightly]}
+        """
+    )
+    assert found == [
+        "matrix.yaml:8:25: opt_in.newer.variants[1]: unknown variant (got 'nighty'; expected "
+        "one of stock, nightly); did you mean 'nightly'?",
+        "matrix.yaml:11:16: opt_in.base.variants: the baseline variant 'stock' cannot be opt-in "
+        "(every run compares with it); expected other variants",
+        "matrix.yaml:12:37: opt_in.empty.variants: needs at least one variant",
+        "matrix.yaml:13:10: opt_in.quiet: missing required key 'about'",
+        "matrix.yaml:14:3: opt_in: not a valid set name (got 'bad name'; expected "
+        + NAME_RULE
+        + ")",
+    ]
 
 
 def test_ids_are_derived_from_content_or_given() -> None:

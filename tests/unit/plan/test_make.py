@@ -18,6 +18,7 @@ from tfbuild.plan.select import select
 
 CPUINFO = FIXTURES / "cpuinfo"
 MATRIX = load_matrix(REPO / "matrix.yaml")
+EVERY_SET = [s.name for s in MATRIX.opt_in]
 
 
 def fleet(name: str) -> HostProfile:
@@ -25,7 +26,7 @@ def fleet(name: str) -> HostProfile:
 
 
 def verdicts(profile: HostProfile) -> dict[str, tuple[bool | None, str]]:
-    plan = make_plan(MATRIX, profile)
+    plan = make_plan(MATRIX, profile, opt_in=EVERY_SET)
     return {pv.variant.name: (pv.verdict.runs, pv.verdict.summary) for pv in plan.variants}
 
 
@@ -92,7 +93,7 @@ def test_cuda_verdicts(caps: tuple[str | None, ...], runs: bool | None) -> None:
 def test_python_outside_release_range() -> None:
     m = load_matrix(REPO / "matrix.yaml")
     variant = dataclasses.replace(m.variant("stock-2.14"), python="3.12")
-    matrix = dataclasses.replace(m, variants=(variant,), baseline=m.baseline)
+    matrix = dataclasses.replace(m, variants=(variant,), baseline=m.baseline, opt_in=())
     plan = make_plan(matrix, fleet("haswell-xeon-e5-2680v3"))
     assert plan.variants[0].verdict.runs is False
     assert "TensorFlow 2.14 has no wheels for Python 3.12 (supports 3.9 to 3.11)" in (
@@ -118,18 +119,30 @@ def names(pairs: list[tuple[Variant, Tuning]]) -> list[str]:
 
 
 def test_selection_patterns() -> None:
-    assert len(select(MATRIX)) == len(MATRIX.variants) * len(MATRIX.tunings)
-    assert names(select(MATRIX, only=["intel-2.14:single-*"])) == ["intel-2.14:single-thread"]
-    assert {v.name for v, _ in select(MATRIX, only=["intel-*"])} == {
+    # the default run leaves the opt-in sets out
+    default = {v.name for v, _ in select(MATRIX)}
+    assert default == {v.name for v in MATRIX.variants} - MATRIX.left_out
+    assert {"stock-2.14", "intel-2.14", "nightly", "stock-2.22rc0"} <= MATRIX.left_out
+    assert "stock" in default and MATRIX.baseline.variant == "stock"
+    assert len(select(MATRIX, opt_in=EVERY_SET)) == len(MATRIX.variants) * len(MATRIX.tunings)
+    # a set adds its variants; a pattern naming an opt-in variant adds it alone
+    assert {v.name for v, _ in select(MATRIX, opt_in=["intel-2023"], only=["intel-*"])} == {
         "intel-2.14",
         "intel-avx512-2.14",
     }
-    picked = select(MATRIX, only=["stock*"], skip=["*:onednn-off", "stock-2.14"])
+    assert names(select(MATRIX, only=["intel-2.14:single-*"])) == ["intel-2.14:single-thread"]
+    with pytest.raises(SelectionError, match=r"opt-in variants come with --with SET \(newer: "):
+        select(MATRIX, only=["intel-*"])  # a wildcard does not reach into an opt-in set
+    picked = select(
+        MATRIX, only=["stock*"], skip=["*:onednn-off", "stock-2.14"], opt_in=["intel-2023"]
+    )
     assert names(picked) == ["stock:default", "stock:single-thread", "stock:physical-cores"]
     # ids match as well as names
     assert names(select(MATRIX, only=["tf2.21-py3.11-mkl-avx2:default"])) == ["mkl-avx2:default"]
     with pytest.raises(SelectionError, match="selects nothing"):
         select(MATRIX, only=["mkl-avx3"])
+    with pytest.raises(SelectionError, match=r"unknown opt-in set 'intel-2024'.*intel-2023"):
+        select(MATRIX, opt_in=["intel-2024"])
 
 
 def test_unknown_variant_suggests() -> None:
@@ -148,7 +161,9 @@ def test_tunings_resolve_per_host() -> None:
 
 
 def test_plan_json_lists_every_config() -> None:
-    plan = make_plan(MATRIX, fleet("haswell-xeon-e5-2680v3"), only=["stock*", "avx512"])
+    plan = make_plan(
+        MATRIX, fleet("haswell-xeon-e5-2680v3"), only=["stock*", "avx512"], opt_in=["intel-2023"]
+    )
     doc = plan.to_json()
     assert doc["schema"] == "tfbuild.plan/1"
     assert [c["key"] for c in doc["configs"]][:2] == ["stock:default", "stock:single-thread"]
