@@ -32,7 +32,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     engine, three bazel builds, a dind image) are made once. test_bench.py's sessions are a
     group each (they share only the TensorFlow workspace, which every worker shares), and so
     are test_looks.py's simulations (hundreds of replayed sessions each, nothing shared)."""
-    alone = {"test_bench.py", "test_looks.py"}
+    alone = {"test_bench.py", "test_looks.py", "test_workload.py"}
     for item in items:
         file = item.nodeid.split("::")[0]
         group = item.nodeid if item.path.name in alone else file
@@ -89,6 +89,28 @@ def toy_store(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Path
     proc = toy_build(store, "--all")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return store
+
+
+@pytest.fixture(scope="module")
+def tf_python(tf_workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The interpreter of a local runtime of the real stock wheel (tensorflow-cpu 2.21.0, in
+    the store and runtime cache the other TensorFlow tests share)."""
+    from tfbuild.config.load import load_matrix
+    from tfbuild.config.model import INHERIT_PIP
+    from tfbuild.fetch import fetch
+    from tfbuild.runtime.venv import LocalVenv
+    from tfbuild.store import WheelStore
+
+    folder = tmp_path_factory.mktemp("tf-python")
+    (folder / "matrix.yaml").write_text(
+        "schema_version: 1\nvariants:\n"
+        "  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
+    )
+    (variant,) = load_matrix(folder / "matrix.yaml").variants
+    artifact, _ = fetch(variant, WheelStore(tf_workspace / "wheels"), INHERIT_PIP)
+    venv = LocalVenv(artifact, tf_workspace / "cache", INHERIT_PIP)
+    venv.prepare()
+    return venv.interpreter
 
 
 @pytest.fixture(scope="session")

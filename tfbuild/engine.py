@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from tfbuild.errors import BuildFailed, EngineUnavailable
@@ -343,13 +343,26 @@ def signal_status(code: int) -> int:
     return -(code - 128) if 128 < code < 160 else code
 
 
-def tar_of(files: Mapping[str, tuple[bytes, int]]) -> bytes:
-    """A tar of `files` (name -> (data, owner uid = gid))."""
+def tar_of(
+    files: Mapping[str, tuple[bytes, int]], read_only: Mapping[str, bytes] | None = None
+) -> bytes:
+    """A tar of `files` (name -> (data, owner uid = gid)), and of `read_only` ones (name ->
+    data): owned by root, 0444, in folders of root's at 0555, so nobody else can change them."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for name, (data, owner) in files.items():
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.uid, info.gid = len(data), 0o644, owner, owner
+            tar.addfile(info, io.BytesIO(data))
+        read_only = read_only or {}
+        folders = sorted({str(p) for n in read_only for p in PurePosixPath(n).parents} - {"."})
+        for folder in folders:
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode = tarfile.DIRTYPE, 0o555
+            tar.addfile(info)
+        for name, data in read_only.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o444
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
 

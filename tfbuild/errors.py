@@ -124,3 +124,11 @@ class BadWheel(TfbuildError):
     a damaged archive, or no metadata."""
 
     exit_code = 14
+
+
+class WorkloadError(TfbuildError):
+    """`--workload` cannot be measured as asked, whatever the build: a path that is no model,
+    options that do not apply to it, a signature it lacks, inputs that do not fit it, a script
+    without step(state)."""
+
+    exit_code = 15

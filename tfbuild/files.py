@@ -18,6 +18,14 @@ from pathlib import Path
 from typing import IO, Any
 
 
+def portable(path: Path) -> str:
+    """A path as a results file records it: relative to the folder the session runs in when it
+    lies below it (what the user types there, and the file stays true when the project moves;
+    `--resume` runs from that folder), else absolute."""
+    here = Path.cwd()
+    return str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
+
+
 def _umask() -> int:
     current = os.umask(0o022)
     os.umask(current)

@@ -12,16 +12,9 @@ from pathlib import Path
 import pytest
 
 from tfbuild.bench.payload import BENCHMARKS
-from tfbuild.config.load import load_matrix
-from tfbuild.config.model import INHERIT_PIP
-from tfbuild.fetch import fetch
 from tfbuild.runtime.base import PAYLOAD
-from tfbuild.runtime.venv import LocalVenv
-from tfbuild.store import WheelStore
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
-
-TF = "tensorflow-cpu==2.21.0"
 
 # Runs inside the TensorFlow venv: every benchmark built and traced twice, once by the
 # payload's own decorator and once by plain tf.function (autograph on); prints, per benchmark,
@@ -76,21 +69,6 @@ for way, decorator in ways.items():
         out.setdefault(name, {})[way] = [describe(f) for f in made]
 print(json.dumps(out))
 """
-
-
-@pytest.fixture(scope="module")
-def tf_python(tf_workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The interpreter of a local runtime of the real stock wheel (the store and runtime cache
-    the other TensorFlow tests share)."""
-    folder = tmp_path_factory.mktemp("graphs")
-    (folder / "matrix.yaml").write_text(
-        f"schema_version: 1\nvariants:\n  - {{name: stock, source: pypi, requirement: {TF}}}\n"
-    )
-    (variant,) = load_matrix(folder / "matrix.yaml").variants
-    artifact, _ = fetch(variant, WheelStore(tf_workspace / "wheels"), INHERIT_PIP)
-    venv = LocalVenv(artifact, tf_workspace / "cache", INHERIT_PIP)
-    venv.prepare()
-    return venv.interpreter
 
 
 def test_graphs_are_the_same_without_autograph(tf_python: Path) -> None:

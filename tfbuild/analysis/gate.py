@@ -13,7 +13,7 @@ from tfbuild import stats
 from tfbuild.analysis.estimates import ALPHA
 from tfbuild.analysis.report import failures_of
 from tfbuild.analysis.rounds import round_table
-from tfbuild.analysis.sessions import Session, load_sessions
+from tfbuild.analysis.sessions import Session, describe_work, load_sessions, work_of
 from tfbuild.results.model import is_aa
 
 
@@ -52,10 +52,15 @@ class Gate:
     strangers: tuple[tuple[str, ...], tuple[str, ...]] | None = None
     """The machine classes of the new and the old results when none is on both sides, so
     nothing at all was compared: that fails the gate."""
+    other_work: str | None = None
+    """Why nothing was compared when every old result measured other work (another model,
+    other inputs, or the suite where the new session ran a workload): that fails the gate."""
 
     def causes(self, fail_above: float) -> list[str]:
         """One line per reason the gate fails."""
         lines = []
+        if self.other_work is not None:
+            lines.append(f"nothing compared: {self.other_work}")
         if self.strangers is not None:
             new, old = self.strangers
             lines.append(
@@ -101,13 +106,26 @@ def gate(
             f"suite v{min(versions)}: they measured different work"
         )
         old = [s for s in old if s.results.suite.version in versions]
+    work = work_of(new[0].results) if new else None
+    other_work = [s for s in old if work_of(s.results) != work]
+    unlike: str | None = None
+    if new and other_work:  # another model, other inputs, or the suite alone
+        unlike = (
+            f"{len(other_work)} old result file(s) measured other work and are not compared: "
+            f"{other_work[0].path} ran {describe_work(other_work[0].results)}; the new session "
+            f"ran {describe_work(new[0].results)}"
+        )
+        old = [s for s in old if work_of(s.results) == work]
+        if old:
+            notes.append(unlike)
+            unlike = None
     if allow_different_hosts:
         pairs = [("any machine", list(new), list(old))]
     else:
         new_by, old_by = _by_host(new), _by_host(old)
         pairs = [(key, group, old_by[key]) for key, group in new_by.items() if key in old_by]
         notes += [f"no old results from {key}: nothing to compare" for key in new_by
-                  if key not in old_by]  # fmt: skip
+                  if key not in old_by and unlike is None]  # fmt: skip
         notes += [f"no new results from {key}" for key in old_by if key not in new_by]
     keys: list[tuple[str, str, str]] = []
     tests = []
@@ -152,7 +170,7 @@ def gate(
     strangers = None
     if not pairs and old and not allow_different_hosts:
         strangers = (tuple(_by_host(new)), tuple(_by_host(old)))
-    return Gate(changes, missing, notes, strangers)
+    return Gate(changes, missing, notes, strangers, unlike)
 
 
 def _by_host(sessions: Sequence[Session]) -> dict[str, list[Session]]:

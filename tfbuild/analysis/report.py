@@ -176,6 +176,8 @@ class HostReport:
     """(config, benchmark) -> every raw sample throughput, for distribution plots."""
     configs: dict[str, ConfigEntry] = field(repr=False)
     variants: dict[str, VariantRecord] = field(repr=False)
+    workload: str | None = None
+    """What the user's own model was (`--workload`), when the sessions measured one."""
 
     @functools.cached_property
     def detectable(self) -> float:
@@ -483,6 +485,7 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         baseline=setup.baseline,
         benchmarks=list(setup.benchmarks),
         units=dict(first.suite.units),
+        workload=first.suite.workload.describe() if first.suite.workload else None,
         rounds=rounds,
         margins=margins,
         margin_source=margin_source,

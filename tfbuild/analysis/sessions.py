@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tfbuild import stats
 from tfbuild.errors import ResultsError
@@ -98,6 +99,17 @@ def host_key(host: HostProfile) -> str:
     return " / ".join(parts)
 
 
+def work_of(results: Results) -> tuple[Any, ...]:
+    """What a session measured: its suite's version and its workload (None: the suite alone)."""
+    workload = results.suite.workload
+    return (results.suite.version, workload.identity() if workload else None)
+
+
+def describe_work(results: Results) -> str:
+    workload = results.suite.workload
+    return f"workload {workload.describe()}" if workload else "the fixed suite alone"
+
+
 def load_sessions(paths: Iterable[Path]) -> list[Session]:
     sessions = [Session(p, load(p)) for p in paths]
     versions = {s.results.suite.version for s in sessions}
@@ -106,4 +118,11 @@ def load_sessions(paths: Iterable[Path]) -> list[Session]:
             f"these results come from suite versions {sorted(versions)}; "
             "results of different suites measure different things and are not compared"
         )
+    first = sessions[0] if sessions else None
+    for s in sessions[1:]:
+        if first is not None and work_of(s.results) != work_of(first.results):
+            raise ResultsError(
+                f"these results measured different work and are not compared: {first.path} "
+                f"ran {describe_work(first.results)}; {s.path} ran {describe_work(s.results)}"
+            )
     return sessions

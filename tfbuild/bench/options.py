@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfbuild.bench.workload import BENCHMARKS as WORKLOAD_BENCHMARKS
+from tfbuild.bench.workload import payload_spec
 from tfbuild.config.model import SuiteSettings
-from tfbuild.results.model import ConfigEntry
+from tfbuild.results.model import ConfigEntry, Workload
 from tfbuild.store import WheelStore
 
 
@@ -31,6 +33,8 @@ class SessionOptions:
     """Memory limit for benchmark containers, e.g. 8g (Docker runtime)."""
     host_key: str | None = None
     """The machine class the results are compared as (--host-key); None: from the host."""
+    workload: Workload | None = None
+    """The user's own model (`--workload`), measured with or instead of the suite."""
     build_failures: Mapping[str, str] = field(default_factory=dict)
     """Variants whose build failed just before the session (`tfbuild run`), with the build's
     message: recorded as failed at their build, not as missing a wheel."""
@@ -46,18 +50,14 @@ class Workspace:
     engine_reachable: bool
 
 
-def payload_config(benchmarks: Sequence[str], config: ConfigEntry) -> dict[str, Any]:
-    """What the payload is told to run for a config."""
+def payload_config(
+    benchmarks: Sequence[str], config: ConfigEntry, workload: Workload | None = None
+) -> dict[str, Any]:
+    """What the payload is told to run for a config: the suite's benchmarks, and the user's
+    model when the session measures one."""
     return {
-        "benchmarks": list(benchmarks),
+        "benchmarks": [b for b in benchmarks if b not in WORKLOAD_BENCHMARKS],
         "intra_op": config.intra_op,
         "inter_op": config.inter_op,
+        **({"workload": payload_spec(workload)} if workload else {}),
     }
-
-
-def portable(path: Path) -> str:
-    """A path as a results file records it: relative to the folder the session runs in when it
-    lies below it (what the user types there, and the file stays true when the project moves;
-    `--resume` runs from that folder), else absolute."""
-    here = Path.cwd()
-    return str(path.relative_to(here)) if path.is_relative_to(here) else str(path)

@@ -462,6 +462,30 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def _workload(np: Any, tf: Any, config: dict[str, Any], result: dict[str, Any]) -> None:
+    """The user's model (workload_payload.py, shipped beside this file): checked once in the
+    smoke test, measured in a benchmark process; its errors are recorded, never raised."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import workload_payload as wp  # type: ignore[import-not-found]  # beside this file
+
+    spec = config["workload"]
+    if config.get("check_workload"):
+        result["workload_check"] = wp.check(np, tf, spec)
+        return
+    t0 = time.perf_counter()
+    try:
+        entries = wp.measure(np, tf, spec)
+    except Exception as exc:
+        error = {
+            "error": f"{type(exc).__name__}: {exc}".strip()[:2000],
+            "traceback": traceback.format_exc()[-4000:],
+        }
+        entries = {name: dict(error) for name in (wp.THROUGHPUT, *wp.LATENCY)}
+    for entry in entries.values():
+        entry["total_s"] = time.perf_counter() - t0
+    result["benchmarks"].update(entries)
+
+
 def main(argv: list[str]) -> int:
     started_at = time.time()
     started = time.perf_counter()
@@ -508,6 +532,9 @@ def main(argv: list[str]) -> int:
             }
         entry["total_s"] = time.perf_counter() - t0
         result["benchmarks"][name] = entry
+        _write(out_path, result)
+    if config.get("workload"):
+        _workload(np, tf, config, result)
         _write(out_path, result)
     result["payload_s"] = time.perf_counter() - started
     result["finished_at"] = time.time()

@@ -14,15 +14,18 @@ from typing import Any
 from tfbuild.audit.inspect import inspect_wheel
 from tfbuild.audit.verdict import refuse_if_incompatible, target_for_host, with_gpus
 from tfbuild.bench.failures import classify, gpu_fallback
-from tfbuild.bench.options import SessionOptions, Workspace, portable
+from tfbuild.bench.options import SessionOptions, Workspace
+from tfbuild.bench.workload import payload_spec
 from tfbuild.errors import (
     BadWheel,
     EngineUnavailable,
     IncompatibleWheel,
     InstallError,
     NotBuiltError,
+    WorkloadError,
 )
 from tfbuild.fetch import fetch
+from tfbuild.files import portable
 from tfbuild.plan.make import Plan, PlannedVariant
 from tfbuild.plan.runtimes import runtime_kind
 from tfbuild.progress import Reporter
@@ -164,9 +167,10 @@ def _prepare_variant(
         return fail_variant(results, name, _STAGE_OF.get(type(exc), "install"), str(exc)), None
     results = results.with_variant(name, entry)
     reporter.running(f"smoke test {name}")
-    outcome = runtime.run(
-        {"benchmarks": [], "intra_op": None, "inter_op": None}, {}, options.cpus, options.timeout
-    )
+    smoke_config: dict[str, Any] = {"benchmarks": [], "intra_op": None, "inter_op": None}
+    if results.suite.workload is not None:
+        smoke_config |= {"workload": payload_spec(results.suite.workload), "check_workload": True}
+    outcome = runtime.run(smoke_config, {}, options.cpus, options.timeout)
     failure = classify(outcome, options.timeout)
     if failure is not None:
         reporter.note(f"[red]fail[/] {name}: {failure.reason}")
@@ -178,10 +182,29 @@ def _prepare_variant(
     if fallback is not None:
         reporter.note(f"[red]fail[/] {name}: {fallback}")
         return fail_variant(results, name, "smoke", fallback, {"kind": "cpu-fallback"}), None
+    if results.suite.workload is not None:
+        check = outcome.result.get("workload_check") or {"error": "no answer", "kind": "load"}
+        if check.get("kind") == "inputs":  # the same for every build: the user's to mend
+            raise WorkloadError(f"--workload {results.suite.workload.path}: {check['error']}")
+        if "error" in check:
+            reason = f"cannot run the workload: {check['error']}"
+            reporter.note(f"[red]fail[/] {name}: {reason}")
+            return fail_variant(results, name, "smoke", reason, {"kind": "workload"}), None
+        reporter.note(f"workload {name}: {_fed(check)}")
     threads = outcome.result["threads"]
     entry = replace(entry, smoke=smoke, threads_default=threads, status="ready")
     reporter.note(_smoke_line(name, smoke, threads))
     return results.with_variant(name, entry), runtime
+
+
+def _fed(check: Mapping[str, Any]) -> str:
+    inputs = ", ".join(
+        f"{i['name']} {i['dtype']} ({','.join(map(str, i['shape']))})" for i in check["inputs"]
+    )
+    return (
+        f"loaded in {check['load_s']:.1f} s, first call {check['first_call_s']:.2f} s; "
+        f"{check['items']:g} items a call" + (f"; inputs {inputs}" if inputs else "")
+    )
 
 
 def _smoke_line(name: str, smoke: Mapping[str, Any], threads: Mapping[str, Any]) -> str:

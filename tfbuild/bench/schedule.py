@@ -182,7 +182,7 @@ class Schedule:
         session = self.results.session
         started = now()
         outcome = runtime.run(
-            payload_config(self.results.suite.benchmarks, config),
+            payload_config(self.results.suite.benchmarks, config, self.results.suite.workload),
             config.env,
             session.cpus,
             session.timeout_s,

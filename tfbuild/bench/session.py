@@ -14,15 +14,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from tfbuild import __version__
-from tfbuild.bench.options import SessionOptions, Workspace, portable
+from tfbuild.bench.options import SessionOptions, Workspace
 from tfbuild.bench.payload import ITERATIONS, SAMPLES, SUITE_VERSION, WARMUP_STEPS
 from tfbuild.bench.prepare import prepare, runtime_settings
 from tfbuild.bench.schedule import Clock, Looker, Schedule
+from tfbuild.bench.workload import BENCHMARKS as WORKLOAD_BENCHMARKS
+from tfbuild.bench.workload import digest_of, suite_entries
 from tfbuild.build.render import template_dirs
 from tfbuild.config.model import SuiteSettings
 from tfbuild.config.suite import BENCHMARKS
 from tfbuild.errors import ResultsError
-from tfbuild.files import Busy, locked, sha256_of
+from tfbuild.files import Busy, locked, portable, sha256_of
 from tfbuild.machine.peak import fp32_peak
 from tfbuild.plan.make import Plan
 from tfbuild.progress import Reporter
@@ -37,6 +39,7 @@ from tfbuild.results.model import (
     SessionInfo,
     Suite,
     VariantRecord,
+    Workload,
 )
 from tfbuild.runtime.base import RuntimeEnv
 from tfbuild.runtime.make import make_runtime
@@ -59,6 +62,27 @@ def _session_id() -> str:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     host = "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname())[:40]
     return f"{stamp}-{host}-{secrets.token_hex(2)}"
+
+
+def _suite(suite: SuiteSettings, workload: Workload | None) -> Suite:
+    """What the session measures: the suite's benchmarks, then the workload's."""
+    iterations = {b: ITERATIONS[b] for b in suite.benchmarks}
+    samples = {b: SAMPLES[b] for b in suite.benchmarks}
+    units = {b: BENCHMARKS[b].unit for b in suite.benchmarks}
+    names = tuple(suite.benchmarks)
+    if workload is not None:
+        its, counts, measured = suite_entries(workload)
+        iterations, samples, units = iterations | its, samples | counts, units | measured
+        names += WORKLOAD_BENCHMARKS
+    return Suite(
+        version=SUITE_VERSION,
+        benchmarks=names,
+        warmup_steps=WARMUP_STEPS,
+        iterations=iterations,
+        samples=samples,
+        units=units,
+        workload=workload,
+    )
 
 
 def new_results(plan: Plan, options: SessionOptions) -> Results:
@@ -97,14 +121,7 @@ def new_results(plan: Plan, options: SessionOptions) -> Results:
             ),
         ),
         host=plan.host,
-        suite=Suite(
-            version=SUITE_VERSION,
-            benchmarks=tuple(suite.benchmarks),
-            warmup_steps=WARMUP_STEPS,
-            iterations={b: ITERATIONS[b] for b in suite.benchmarks},
-            samples={b: SAMPLES[b] for b in suite.benchmarks},
-            units={b: BENCHMARKS[b].unit for b in suite.benchmarks},
-        ),
+        suite=_suite(suite, options.workload),
         baseline=Baseline(
             variant=baseline.variant,
             tuning=baseline.tuning,
@@ -183,6 +200,21 @@ def run_session(
         return path
 
 
+def _same_workload(path: Path, workload: Workload | None) -> None:
+    """A resumed session measures the model it started with: the files must be unchanged."""
+    if workload is None:
+        return
+    where = Path(workload.path)
+    now = digest_of(where) if where.exists() else None
+    if now != workload.digest:
+        what = "is gone" if now is None else f"has changed (sha256 {now[:12]})"
+        raise ResultsError(
+            f"{path}: the session measured {workload.kind} {workload.path} (sha256 "
+            f"{workload.digest[:12]}), and it {what}; a session's runs must all measure the same "
+            "work: put the model back, or start a new session"
+        )
+
+
 def resume_session(path: Path, workspace: Workspace, reporter: Reporter, looker: Looker) -> Path:
     """Continue an interrupted session: same configs, same orders, only the missing runs."""
     results = codec.load(path)
@@ -196,6 +228,7 @@ def resume_session(path: Path, workspace: Workspace, reporter: Reporter, looker:
             f"v{SUITE_VERSION}: a session's runs must all measure the same work; start a new "
             "session"
         )
+    _same_workload(path, results.suite.workload)
     missing = [
         key
         for key, value in (

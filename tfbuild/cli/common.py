@@ -7,16 +7,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
 
 from tfbuild.config.model import Suite, SuiteSettings
 from tfbuild.errors import UsageError
+
+if TYPE_CHECKING:
+    from tfbuild.bench.workload import WorkloadRequest
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -198,10 +201,82 @@ def session_options(f: F) -> F:
             help="Install and run wheels even when `tfbuild inspect` says they cannot run here.",
         ),
         QUIET_OPTION,
+        *WORKLOAD_OPTIONS,
     ]
     for decorator in reversed(decorators):
         f = decorator(f)
     return f
+
+
+WORKLOAD_OPTIONS = (
+    click.option(
+        "--workload",
+        type=click.Path(path_type=Path, exists=False),
+        metavar="PATH",
+        help="Benchmark your own model instead of the fixed suite: a SavedModel directory, a "
+        ".keras/.h5 file, or a .py script defining step(state) (throughput and p50/p90/p99 "
+        "latency).",
+    ),
+    click.option("--with-suite", is_flag=True, help="Run the fixed suite as well as --workload."),
+    click.option(
+        "--signature",
+        metavar="NAME",
+        help="The SavedModel signature to call (default: serving_default).",
+    ),
+    click.option(
+        "--batch",
+        type=click.IntRange(1, 1_000_000),
+        help="Batch size for the model's unknown batch dimension (default: 1).",
+    ),
+    click.option(
+        "--shape",
+        "shapes",
+        multiple=True,
+        metavar="NAME=D1,D2",
+        help="Every dimension of one input whose shape the model leaves open (repeatable).",
+    ),
+    click.option(
+        "--calls",
+        type=click.IntRange(1, 100_000),
+        help="Calls in one timed sample of --workload (three a process; four times as many "
+        "timed one by one for latency; default 50).",
+    ),
+    click.option(
+        "--inputs",
+        type=click.Path(path_type=Path, dir_okay=False),
+        metavar="FILE.npz",
+        help="The model's inputs, one array per input by name (default: generated from its "
+        "signature with a fixed seed).",
+    ),
+)
+
+
+def workload_request(params: Mapping[str, Any]) -> WorkloadRequest | None:
+    """--workload and the options that go with it; UsageError for those given without it."""
+    from tfbuild.bench.workload import WorkloadRequest
+
+    path = params.get("workload")
+    if path is None:
+        flags = {
+            "with_suite": "--with-suite",
+            "signature": "--signature",
+            "batch": "--batch",
+            "shapes": "--shape",
+            "inputs": "--inputs",
+            "calls": "--calls",
+        }
+        given = [flag for name, flag in flags.items() if params.get(name)]
+        if given:
+            raise UsageError(f"{', '.join(given)}: only with --workload PATH")
+        return None
+    return WorkloadRequest(
+        path=path,
+        signature=params.get("signature"),
+        batch=params.get("batch"),
+        shapes=tuple(params.get("shapes") or ()),
+        inputs=params.get("inputs"),
+        calls=params.get("calls"),
+    )
 
 
 def console() -> Console:

@@ -35,6 +35,7 @@ from tfbuild.cli.common import (
     selection_options,
     session_options,
     store_option,
+    workload_request,
 )
 from tfbuild.cli.planning import SessionMachine, read_matrix, session_plan
 from tfbuild.engine import DockerInfo
@@ -43,6 +44,7 @@ from tfbuild.results.model import Results
 
 if TYPE_CHECKING:
     from tfbuild.bench.options import SessionOptions, Workspace
+    from tfbuild.bench.workload import WorkloadRequest
     from tfbuild.config.model import SuiteSettings
 
 
@@ -65,6 +67,8 @@ class SessionSettings:
     quiet: bool
     timeout: float = 1800.0
     refresh: bool = False
+    workload: WorkloadRequest | None = None
+    with_suite: bool = False
 
     def workspace(self, engine_status: DockerInfo) -> Workspace:
         return _workspace(self.store, self.cache_dir, self.results_dir, engine_status)
@@ -99,6 +103,8 @@ class SessionSettings:
             quiet=params["quiet"],
             timeout=params.get("timeout", 1800.0),
             refresh=params.get("refresh", False),
+            workload=workload_request(params),
+            with_suite=bool(params.get("with_suite")),
         )
 
 
@@ -142,10 +148,15 @@ def _workspace(
 
 def _options(settings: SessionSettings, suite: SuiteSettings) -> SessionOptions:
     from tfbuild.bench.options import SessionOptions
+    from tfbuild.bench.workload import resolve
 
     wanted = settings.machine
+    workload = resolve(settings.workload) if settings.workload else None
+    if workload is not None and not settings.with_suite:
+        suite = dataclasses.replace(suite, benchmarks=())
     return SessionOptions(
         suite=suite,
+        workload=workload,
         preset=settings.suite.preset,
         seed=settings.seed,
         cpus=wanted.cpus,

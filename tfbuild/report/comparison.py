@@ -71,6 +71,7 @@ def header_lines(r: HostReport) -> list[str]:
     lines = [
         f"Host: {r.host_key}",
         f"Sessions: {', '.join(r.sessions)}",
+        *([f"Workload: {r.workload}"] if r.workload else []),
         f"Baseline: {r.baseline} (its two processes per round averaged); {r.rounds} rounds; "
         f"{len(r.benchmarks)} benchmarks",
         design_line(r),

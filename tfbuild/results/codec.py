@@ -44,6 +44,7 @@ from tfbuild.results.model import (
     Suite,
     VariantRecord,
     WheelRecord,
+    Workload,
 )
 
 T = TypeVar("T")
@@ -274,6 +275,7 @@ def _suite(data: Mapping[str, Any]) -> Suite:
         iterations=dict(data["iterations"]),
         samples=dict(samples),
         units=dict(data["units"]),
+        workload=Workload.from_json(data["workload"]) if data.get("workload") else None,
     )
 
 
@@ -560,6 +562,7 @@ def to_json(results: Results) -> dict[str, Any]:
             "iterations": dict(results.suite.iterations),
             "samples": dict(results.suite.samples),
             "units": dict(results.suite.units),
+            **({"workload": w.to_json()} if (w := results.suite.workload) else {}),
         },
         "baseline": asdict(results.baseline),
         "variants": {n: _variant_json(v) for n, v in (results.variants or {}).items()},

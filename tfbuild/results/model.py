@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,7 @@ class ConfigEntry:
 @dataclass(frozen=True, kw_only=True)
 class WheelRecord:
     """The wheel a variant was measured with, as the session recorded it: its path as the user
-    types it where the session ran (tfbuild.bench.options.portable), exactly as written."""
+    types it where the session ran (tfbuild.files.portable), exactly as written."""
 
     variant_id: str
     wheel: str
@@ -304,6 +304,68 @@ class SessionInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Workload:
+    """The user's own model a session measured (`--workload`): what it is and what was fed to
+    it, so that sessions of different work are never compared."""
+
+    kind: str
+    """savedmodel, keras or script."""
+    path: str
+    """As the user gave it (relative to the session's folder when below it)."""
+    digest: str
+    """sha256 over the model's files (their relative paths and contents)."""
+    version: int
+    """workload_payload.WORKLOAD_VERSION: the calls, samples and warm-up of every process."""
+    signature: str | None = None
+    batch: int = 1
+    shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    inputs: str | None = None
+    """The .npz the inputs came from (else generated from the signature with a fixed seed)."""
+    inputs_digest: str | None = None
+    calls: int = 50
+    """Calls in one timed sample (three a process); four times as many timed one by one."""
+
+    def identity(self) -> tuple[Any, ...]:
+        """What two sessions must share to have measured the same work."""
+        shapes = tuple(sorted((k, tuple(v)) for k, v in self.shapes.items()))
+        return (self.kind, self.digest, self.version, self.signature, self.batch, shapes,
+                self.inputs_digest, self.calls)  # fmt: skip
+
+    def describe(self) -> str:
+        parts = [f"{self.kind} {self.path} (sha256 {self.digest[:12]})", f"{self.calls} calls"]
+        if self.signature:
+            parts.append(f"signature {self.signature}")
+        if self.kind != "script":
+            parts.append(f"batch {self.batch}")
+            parts += [f"--shape {k}={','.join(map(str, v))}" for k, v in self.shapes.items()]
+            given = f"{self.inputs} (sha256 {(self.inputs_digest or '')[:12]})"
+            parts.append(f"inputs {given}" if self.inputs else "generated inputs")
+        return ", ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["shapes"] = {k: list(v) for k, v in self.shapes.items()}
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Workload:
+        return cls(
+            kind=str(data["kind"]),
+            path=str(data["path"]),
+            digest=str(data["digest"]),
+            version=int(data["version"]),
+            signature=data.get("signature"),
+            batch=int(data.get("batch") or 1),
+            shapes={
+                str(k): tuple(int(d) for d in v) for k, v in (data.get("shapes") or {}).items()
+            },
+            inputs=data.get("inputs"),
+            inputs_digest=data.get("inputs_digest"),
+            calls=int(data.get("calls") or 50),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Suite:
     version: int
     benchmarks: tuple[str, ...]
@@ -311,6 +373,7 @@ class Suite:
     iterations: Mapping[str, int]
     samples: Mapping[str, int]
     units: Mapping[str, str]
+    workload: Workload | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

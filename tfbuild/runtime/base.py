@@ -25,12 +25,33 @@ from tfbuild.store import Artifact
 
 PAYLOAD = Path(__file__).resolve().parent.parent / "bench" / "payload.py"
 """The benchmark payload: a file shipped into the runtime; it never imports tfbuild."""
+WORKLOAD_PAYLOAD = PAYLOAD.with_name("workload_payload.py")
+"""The payload's part that runs the user's own model, shipped beside it."""
 STDERR_TAIL_LINES = 30
 # Fixed for every benchmark process, in every runtime.
 BASE_ENV = {"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
 # Variables that change how TensorFlow or its thread pools behave: never inherited from the
 # caller's shell, only set by a tuning.
 _SCRUBBED_PREFIXES = ("OMP_", "KMP_", "MKL_", "TF_", "ONEDNN_", "DNNL_", "PYTHON", "GOMP_")
+
+
+def workload_files(spec: Mapping[str, Any], folder: str) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """The files of a workload (its model, and its inputs) to ship into a runtime under
+    `folder`, and the payload's spec with its paths relative to where they are shipped."""
+    files: dict[str, bytes] = {}
+    moved = dict(spec)
+    for key, name in (("path", "model"), ("inputs", "inputs.npz")):
+        if not spec.get(key):
+            continue
+        source = Path(spec[key])
+        target = f"{folder}/{name}" + (source.suffix if key == "path" else "")
+        if source.is_dir():
+            for f in sorted(p for p in source.rglob("*") if p.is_file()):
+                files[f"{target}/{f.relative_to(source).as_posix()}"] = f.read_bytes()
+        else:
+            files[target] = source.read_bytes()
+        moved[key] = target
+    return files, moved
 
 
 def local_env(tuning_env: Mapping[str, str]) -> dict[str, str]:

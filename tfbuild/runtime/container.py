@@ -18,7 +18,14 @@ from tfbuild.build.render import render_runtime
 from tfbuild.config.model import PipSettings
 from tfbuild.errors import InstallError
 from tfbuild.files import digest
-from tfbuild.runtime.base import BASE_ENV, PAYLOAD, RunOutcome, RuntimeEnv
+from tfbuild.runtime.base import (
+    BASE_ENV,
+    PAYLOAD,
+    WORKLOAD_PAYLOAD,
+    RunOutcome,
+    RuntimeEnv,
+    workload_files,
+)
 from tfbuild.store import Artifact
 
 INSTALL_TIMEOUT_S = 1800
@@ -27,14 +34,25 @@ INSTALL_DIR = "/tmp/tfbuild-install"
 
 def _bench_inputs(config: Mapping[str, Any]) -> bytes:
     """A tar for the container's /io (a volume owned by the benchmark user, the only writable
-    place besides a tmpfs /tmp): the payload and its config."""
+    place besides a tmpfs /tmp): the payload and its config; with a workload, the model (and
+    its inputs) under /io/workload, read-only, and the config pointing there."""
     uid = engine.BENCH_UID
+    shipped: dict[str, bytes] = {}
+    if (spec := config.get("workload")) is not None:
+        shipped, spec = workload_files(spec, "workload")
+        shipped["workload_payload.py"] = WORKLOAD_PAYLOAD.read_bytes()
+        config = {**config, "workload": {k: _in_io(v, k) for k, v in spec.items()}}
     return engine.tar_of(
         {
             "payload.py": (PAYLOAD.read_bytes(), 0),
             "config.json": (json.dumps(config).encode("utf-8"), uid),
-        }
+        },
+        shipped,
     )
+
+
+def _in_io(value: Any, key: str) -> Any:
+    return f"/io/{value}" if key in ("path", "inputs") and value else value
 
 
 def _redacted(value: str) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tfbuild.bench.options import portable
+from tfbuild.files import portable
 
 
 def test_results_record_paths_below_the_session_folder_relative(

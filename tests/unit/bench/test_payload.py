@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import ast
 import sys
+from pathlib import Path
+
+import pytest
 
 from tfbuild.bench import payload
 from tfbuild.config import suite
-from tfbuild.runtime.base import PAYLOAD
+from tfbuild.runtime.base import PAYLOAD, WORKLOAD_PAYLOAD
 
 
 def test_payload_and_suite_agree() -> None:
@@ -20,13 +23,18 @@ def test_payload_and_suite_agree() -> None:
         assert faster_if.unit == than.unit, contrast
 
 
-def test_payload_imports_only_stdlib_numpy_tensorflow() -> None:
-    tree = ast.parse(PAYLOAD.read_text())
+@pytest.mark.parametrize(
+    ("shipped", "beside"), [(PAYLOAD, {"workload_payload"}), (WORKLOAD_PAYLOAD, set())]
+)
+def test_payload_imports_only_stdlib_numpy_tensorflow(shipped: Path, beside: set[str]) -> None:
+    """The files shipped into a runtime import nothing of tfbuild; the payload imports the
+    workload part, which is shipped beside it."""
+    tree = ast.parse(shipped.read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
-    allowed = set(sys.stdlib_module_names) | {"numpy", "tensorflow", "__future__"}
+    allowed = set(sys.stdlib_module_names) | {"numpy", "tensorflow", "__future__"} | beside
     assert imported <= allowed, imported - allowed

@@ -1,0 +1,148 @@
+"""`--workload` on this side of the runtime: what the path is, what the session records, what
+is refused before anything is installed, and how the model is shipped into a container."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+from support.cli import run_tfbuild
+from support.env import REPO
+
+from tfbuild.bench.workload import (
+    WorkloadRequest,
+    digest_of,
+    payload_spec,
+    resolve,
+    suite_entries,
+)
+from tfbuild.engine import tar_of
+from tfbuild.errors import WorkloadError
+from tfbuild.runtime.base import workload_files
+
+
+def savedmodel(folder: Path) -> Path:
+    (folder / "variables").mkdir(parents=True)
+    (folder / "saved_model.pb").write_bytes(b"\x08\x01")
+    (folder / "variables" / "variables.index").write_bytes(b"index")
+    return folder
+
+
+def test_the_kind_comes_from_the_path(tmp_path: Path) -> None:
+    model = savedmodel(tmp_path / "sm")
+    keras = tmp_path / "m.keras"
+    keras.write_bytes(b"PK")
+    script = tmp_path / "w.py"
+    script.write_text("def step(state):\n    return None\n")
+    assert resolve(WorkloadRequest(path=model)).kind == "savedmodel"
+    assert resolve(WorkloadRequest(path=keras)).kind == "keras"
+    assert resolve(WorkloadRequest(path=script)).kind == "script"
+    record = resolve(WorkloadRequest(path=model, batch=8, shapes=("scale=8,3",)))
+    assert (record.signature, record.batch, dict(record.shapes)) == (
+        "serving_default",
+        8,
+        {"scale": (8, 3)},
+    )
+    assert record.digest == digest_of(model) and len(record.digest) == 64
+    its, samples, units = suite_entries(record)
+    assert its == {"workload": 50, "workload-p50": 200, "workload-p90": 200, "workload-p99": 200}
+    assert samples["workload"] == 3 and units["workload-p99"] == "calls/s (1/p99 latency)"
+
+
+@pytest.mark.parametrize(
+    ("make", "request_of", "message"),
+    [
+        (lambda p: p / "none", lambda p: WorkloadRequest(path=p), "no such file or directory"),
+        (
+            lambda p: (p / "dir").mkdir() or p / "dir",
+            lambda p: WorkloadRequest(path=p),
+            "a directory without saved_model.pb, so not a SavedModel",
+        ),
+        (
+            lambda p: (p / "m.onnx").write_bytes(b"x") and p / "m.onnx",
+            lambda p: WorkloadRequest(path=p),
+            "not a model (.onnx); expected a SavedModel directory",
+        ),
+        (
+            lambda p: (p / "w.py").write_text("x = 1\n") and p / "w.py",
+            lambda p: WorkloadRequest(path=p, batch=4, signature="s"),
+            "--signature, --batch: a script workload",
+        ),
+        (
+            lambda p: (p / "m.keras").write_bytes(b"PK") and p / "m.keras",
+            lambda p: WorkloadRequest(path=p, signature="serving_default"),
+            "a Keras file",
+        ),
+        (
+            lambda p: savedmodel(p / "sm"),
+            lambda p: WorkloadRequest(path=p, shapes=("scale:8x3",)),
+            "--shape 'scale:8x3': expected NAME=D1,D2",
+        ),
+        (
+            lambda p: savedmodel(p / "sm"),
+            lambda p: WorkloadRequest(path=p, inputs=p / "saved_model.pb"),
+            "expected an .npz file",
+        ),
+    ],
+)
+def test_what_is_wrong_without_tensorflow_is_refused_first(
+    tmp_path: Path, make: object, request_of: object, message: str
+) -> None:
+    path = make(tmp_path)  # type: ignore[operator]
+    with pytest.raises(WorkloadError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        resolve(request_of(path))  # type: ignore[operator]
+
+
+def test_the_digest_follows_content_and_names(tmp_path: Path) -> None:
+    a = savedmodel(tmp_path / "a")
+    b = savedmodel(tmp_path / "b")
+    assert digest_of(a) == digest_of(b)  # the folder's own name is not part of the model
+    (b / "variables" / "variables.index").write_bytes(b"other")
+    assert digest_of(a) != digest_of(b)
+    (b / "variables" / "variables.index").write_bytes(b"index")
+    (b / "variables" / "variables.index").rename(b / "variables" / "renamed.index")
+    assert digest_of(a) != digest_of(b)
+
+
+def test_workload_options_need_a_workload() -> None:
+    proc = run_tfbuild("bench", "--batch", "4", "--shape", "x=4,2", cwd=REPO)
+    assert proc.returncode == 64, proc.stderr
+    assert "--batch, --shape: only with --workload PATH" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_path_that_is_no_model_stops_the_session_before_anything_installs(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    proc = run_tfbuild(
+        "bench", "--workload", str(tmp_path / "notes.txt"), "--results", str(tmp_path / "r"),
+        cwd=REPO,
+    )  # fmt: skip
+    assert proc.returncode == 15, proc.stderr
+    assert f"--workload {tmp_path / 'notes.txt'}: not a model (.txt)" in proc.stderr
+    assert not (tmp_path / "r").exists() or not list((tmp_path / "r").iterdir())
+
+
+def test_a_container_gets_the_model_read_only_under_io(tmp_path: Path) -> None:
+    model = savedmodel(tmp_path / "sm")
+    inputs = tmp_path / "in.npz"
+    inputs.write_bytes(b"npz")
+    spec = payload_spec(resolve(WorkloadRequest(path=model)))
+    spec["inputs"] = str(inputs)
+    files, moved = workload_files(spec, "workload")
+    assert moved["path"] == "workload/model" and moved["inputs"] == "workload/inputs.npz"
+    assert sorted(files) == [
+        "workload/inputs.npz",
+        "workload/model/saved_model.pb",
+        "workload/model/variables/variables.index",
+    ]
+    with tarfile.open(fileobj=io.BytesIO(tar_of({"config.json": (b"{}", 1000)}, files))) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert members["config.json"].uid == 1000
+    for name in files:
+        assert (members[name].mode, members[name].uid) == (0o444, 0), name
+    for folder in ("workload", "workload/model", "workload/model/variables"):
+        assert members[folder].isdir() and members[folder].mode == 0o555, folder

@@ -1,0 +1,343 @@
+"""The user's own model as a benchmark: the code that runs inside a runtime, next to payload.py.
+
+Like the payload it imports only the standard library, numpy and tensorflow, never tfbuild. A
+workload is a SavedModel directory (one of its signatures), a Keras model file (.keras, .h5) or
+a Python script that defines
+
+    setup()        -> state   (optional; called once, not timed)
+    step(state)    -> result  (one unit of work; a result with .numpy() is waited for)
+    ITEMS = 32                (optional: items one step handles, for items/s; default 1)
+
+A model is loaded once per process (the time is recorded, not timed) and called on the same
+inputs every time: generated from its input signature with a fixed seed, or read from the .npz
+file the user gives, checked against the signature first. Every process does the same work: one
+first call (traced where the model is a Python function), WARMUP calls, SAMPLES timed samples of
+`calls` calls each (throughput; CALLS unless the session says otherwise), then LATENCY_FACTOR
+times as many calls timed one by one (latency percentiles, recorded as calls per second so that,
+like every benchmark, higher is faster).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+WORKLOAD_VERSION = 1
+THROUGHPUT = "workload"
+PERCENTILES = (50, 90, 99)
+LATENCY = tuple(f"workload-p{p}" for p in PERCENTILES)
+CALLS = 50
+SAMPLES = 3
+WARMUP = 2
+LATENCY_FACTOR = 4
+INPUT_SEED = 20170405
+INT_HIGH = 10  # generated integer inputs lie in [0, 10): valid ids for any embedding table
+
+
+class InputMismatch(Exception):
+    """The inputs the user asked for do not fit the model: the same for every build."""
+
+
+class LoadFailure(Exception):
+    """This build cannot load or call the model (a Keras 3 file under TF 2.14, an op it lacks)."""
+
+
+class Spec:
+    """One input of the model: its name, shape (None for an unknown dimension) and dtype."""
+
+    def __init__(self, name: str, shape: tuple[int | None, ...], dtype: Any) -> None:
+        self.name, self.shape, self.dtype = name, shape, dtype
+
+    def describe(self) -> str:
+        dims = ", ".join("None" if d is None else str(d) for d in self.shape)
+        return f"{self.name} ({self.dtype.name}, ({dims}{',' if len(self.shape) == 1 else ''}))"
+
+
+class Model:
+    """A loaded workload: its inputs and one call on them."""
+
+    def __init__(self, specs: list[Spec], make_call: Callable[[dict[str, Any]], Callable[[], Any]]):
+        self.specs = specs
+        self.make_call = make_call
+
+
+def _savedmodel(tf: Any, path: str, signature: str) -> Model:
+    try:
+        loaded = tf.saved_model.load(path)
+    except Exception as exc:
+        raise LoadFailure(f"tf.saved_model.load failed: {type(exc).__name__}: {exc}") from exc
+    signatures = dict(loaded.signatures)
+    if signature not in signatures:
+        names = ", ".join(sorted(signatures)) or "none"
+        raise InputMismatch(f"the SavedModel has no signature {signature!r} (it has: {names})")
+    fn = signatures[signature]
+    _, kwargs = fn.structured_input_signature
+    specs = [
+        Spec(name, tuple(spec.shape.as_list()), spec.dtype) for name, spec in sorted(kwargs.items())
+    ]
+
+    def make_call(inputs: dict[str, Any]) -> Callable[[], Any]:
+        tensors = {k: tf.constant(v) for k, v in inputs.items()}
+        return lambda: fn(**tensors)
+
+    model = Model(specs, make_call)
+    model.keep = loaded  # type: ignore[attr-defined]  # the signature needs its object alive
+    return model
+
+
+def _keras(tf: Any, path: str) -> Model:
+    try:
+        model = tf.keras.models.load_model(path, compile=False)
+    except Exception as exc:
+        raise LoadFailure(
+            f"tf.keras.models.load_model failed: {type(exc).__name__}: {exc}".strip()
+        ) from exc
+    inputs = getattr(model, "inputs", None)
+    if not inputs:
+        raise InputMismatch(
+            "the Keras model does not say its inputs (a subclassed model that was never "
+            "built): save it with an Input layer, or give a script workload"
+        )
+    specs = []
+    for i, tensor in enumerate(inputs):
+        name = str(getattr(tensor, "name", "") or f"input_{i}").split(":")[0]
+        shape = tuple(None if d is None else int(d) for d in tuple(tensor.shape))
+        specs.append(Spec(name, shape, tf.as_dtype(tensor.dtype)))
+
+    def make_call(values: dict[str, Any]) -> Callable[[], Any]:
+        tensors = [tf.constant(values[s.name]) for s in specs]
+        args = tensors[0] if len(tensors) == 1 else tensors
+        call = tf.function(lambda x: model(x, training=False))
+        return lambda: call(args)
+
+    return Model(specs, make_call)
+
+
+def _script(path: str) -> tuple[Callable[[], Any], float]:
+    spec = importlib.util.spec_from_file_location("tfbuild_workload", path)
+    if spec is None or spec.loader is None:
+        raise InputMismatch(f"{path} cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise LoadFailure(f"importing the script failed: {type(exc).__name__}: {exc}") from exc
+    step = getattr(module, "step", None)
+    if not callable(step):
+        raise InputMismatch(
+            f"{Path(path).name} defines no step(state): a script workload defines step(state) "
+            "doing one unit of work, and optionally setup() returning the state and ITEMS "
+            "(items per step)"
+        )
+    setup = getattr(module, "setup", None)
+    try:
+        state = setup() if callable(setup) else None
+    except Exception as exc:
+        raise LoadFailure(f"setup() failed: {type(exc).__name__}: {exc}") from exc
+    items = getattr(module, "ITEMS", 1)
+    if not isinstance(items, (int, float)) or isinstance(items, bool) or items <= 0:
+        raise InputMismatch(f"{Path(path).name}: ITEMS must be a positive number (got {items!r})")
+    return (lambda: step(state)), float(items)
+
+
+def _shape(spec: Spec, given: dict[str, list[int]], batch: int) -> tuple[int, ...]:
+    if spec.name in given:
+        shape = tuple(int(d) for d in given[spec.name])
+        fits = len(shape) == len(spec.shape) and all(
+            d is None or d == s for d, s in zip(spec.shape, shape, strict=True)
+        )
+        if not fits:
+            raise InputMismatch(
+                f"--shape {spec.name}={','.join(map(str, shape))} does not fit the model's input "
+                f"{spec.describe()}"
+            )
+        return shape
+    dims: list[int] = []
+    for i, d in enumerate(spec.shape):
+        if d is not None:
+            dims.append(int(d))
+        elif i == 0:
+            dims.append(batch)
+        else:
+            raise InputMismatch(
+                f"input {spec.describe()} has an unknown dimension {i}: give its shape with "
+                f"--shape {spec.name}="
+                + ",".join(str(batch) if j == 0 else "N" for j in range(len(spec.shape)))
+            )
+    return tuple(dims)
+
+
+def generated(
+    np: Any, specs: list[Spec], given: dict[str, list[int]], batch: int
+) -> dict[str, Any]:
+    """Inputs drawn with a fixed seed from each input's shape and dtype."""
+    rng = np.random.default_rng(INPUT_SEED)
+    values = {}
+    for spec in specs:
+        shape = _shape(spec, given, batch)
+        dtype = spec.dtype
+        if dtype.is_floating:
+            values[spec.name] = rng.standard_normal(shape).astype(dtype.as_numpy_dtype)
+        elif dtype.is_integer:
+            values[spec.name] = rng.integers(0, INT_HIGH, size=shape).astype(dtype.as_numpy_dtype)
+        elif dtype.is_bool:
+            values[spec.name] = rng.integers(0, 2, size=shape).astype(bool)
+        else:
+            raise InputMismatch(
+                f"input {spec.describe()} cannot be generated: give its values with "
+                "--inputs FILE.npz (one array per input, by name)"
+            )
+    return values
+
+
+def from_file(np: Any, specs: list[Spec], path: str) -> dict[str, Any]:
+    """The arrays of an .npz file, one per input by name, checked against the inputs."""
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    names = ", ".join(s.describe() for s in specs)
+    for spec in specs:
+        if spec.name not in arrays:
+            raise InputMismatch(
+                f"--inputs {path}: no array for input {spec.name!r} (inputs: {names})"
+            )
+        array = arrays[spec.name]
+        fits = array.ndim == len(spec.shape) and all(
+            d is None or d == s for d, s in zip(spec.shape, array.shape, strict=True)
+        )
+        if not fits:
+            raise InputMismatch(
+                f"--inputs {path}: array {spec.name!r} has shape {tuple(array.shape)}, which does "
+                f"not fit the input {spec.describe()}"
+            )
+        if array.dtype != spec.dtype.as_numpy_dtype:
+            raise InputMismatch(
+                f"--inputs {path}: array {spec.name!r} is {array.dtype}, the input is "
+                f"{spec.dtype.name} ({spec.describe()})"
+            )
+    extra = sorted(set(arrays) - {s.name for s in specs})
+    if extra:
+        raise InputMismatch(
+            f"--inputs {path}: array {extra[0]!r} is no input of the model (inputs: {names})"
+        )
+    return {s.name: arrays[s.name] for s in specs}
+
+
+def _sync(result: Any) -> None:
+    """Wait for a call's result: the first tensor of it is copied to numpy."""
+    if isinstance(result, dict):
+        result = next(iter(result.values()), None)
+    elif isinstance(result, (list, tuple)):
+        result = result[0] if result else None
+    if hasattr(result, "numpy"):
+        result.numpy()
+
+
+class Prepared:
+    """A workload ready to run: one call, the items it handles, and what was fed to it."""
+
+    def __init__(self, call: Callable[[], Any], items: float, inputs: list[dict[str, Any]]):
+        self.call, self.items, self.inputs = call, items, inputs
+
+
+def prepare(np: Any, tf: Any, spec: dict[str, Any]) -> Prepared:
+    """Load the workload and make its call; raises InputMismatch or LoadFailure."""
+    kind, path = spec["kind"], spec["path"]
+    if kind == "script":
+        call, items = _script(path)
+        return Prepared(call, items, [])
+    if kind == "savedmodel":
+        model = _savedmodel(tf, path, spec.get("signature") or "serving_default")
+    else:
+        model = _keras(tf, path)
+    if spec.get("inputs"):
+        values = from_file(np, model.specs, spec["inputs"])
+    else:
+        values = generated(np, model.specs, spec.get("shapes") or {}, int(spec.get("batch") or 1))
+    fed = [
+        {"name": s.name, "shape": list(values[s.name].shape), "dtype": s.dtype.name}
+        for s in model.specs
+    ]
+    first = values[model.specs[0].name] if model.specs else None
+    items = float(first.shape[0]) if first is not None and first.ndim else 1.0
+    try:
+        call = model.make_call(values)
+    except Exception as exc:
+        raise LoadFailure(f"calling the model failed: {type(exc).__name__}: {exc}") from exc
+    return Prepared(call, items, fed)
+
+
+def check(np: Any, tf: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """For the smoke test: load, make the inputs and call once; what was fed, or the error."""
+    t0 = time.perf_counter()
+    try:
+        prepared = prepare(np, tf, spec)
+        loaded = time.perf_counter()
+        _sync(prepared.call())
+    except InputMismatch as exc:
+        return {"error": str(exc), "kind": "inputs"}
+    except LoadFailure as exc:
+        return {"error": str(exc), "kind": "load"}
+    except Exception as exc:
+        return {"error": f"the first call failed: {type(exc).__name__}: {exc}", "kind": "load"}
+    return {
+        "inputs": prepared.inputs,
+        "items": prepared.items,
+        "load_s": loaded - t0,
+        "first_call_s": time.perf_counter() - loaded,
+    }
+
+
+def measure(np: Any, tf: Any, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every workload benchmark of one process: throughput, then the latency percentiles."""
+    t0 = time.perf_counter()
+    prepared = prepare(np, tf, spec)
+    built = time.perf_counter()
+    call, items = prepared.call, prepared.items
+    calls = int(spec.get("calls") or CALLS)
+    _sync(call())
+    traced = time.perf_counter()
+    for _ in range(WARMUP):
+        result = call()
+    _sync(result)
+    warm = time.perf_counter()
+    samples = []
+    for _ in range(SAMPLES):
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        for _ in range(calls):
+            result = call()
+        _sync(result)
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        samples.append({"wall_s": wall, "cpu_s": cpu, "throughput": items * calls / wall})
+    common = {"build_s": built - t0, "trace_s": traced - built, "warmup_s": warm - traced}
+    out = {
+        THROUGHPUT: {
+            "unit": "items/s",
+            "iterations": calls,
+            "warmup_iterations": WARMUP,
+            "samples": samples,
+            **common,
+        }
+    }
+    times = []
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for _ in range(LATENCY_FACTOR * calls):
+        start = time.perf_counter()
+        _sync(call())
+        times.append(time.perf_counter() - start)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    times.sort()
+    for p, name in zip(PERCENTILES, LATENCY, strict=True):
+        rank = max(1, -(-p * len(times) // 100))  # nearest rank
+        latency = times[rank - 1]
+        out[name] = {
+            "unit": f"calls/s (1/p{p} latency)",
+            "iterations": LATENCY_FACTOR * calls,
+            "warmup_iterations": WARMUP,
+            "samples": [{"wall_s": wall, "cpu_s": cpu, "throughput": 1.0 / latency}],
+            "latency_s": latency,
+            **common,
+        }
+    return out
