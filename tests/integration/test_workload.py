@@ -18,7 +18,9 @@ from support.cli import run_tfbuild
 from support.models import SEQ, make_models
 
 from tfbuild.bench.workload import digest_of
+from tfbuild.config.values import XLA_AUTO_FLAGS
 from tfbuild.resources import data_path
+from tfbuild.runtime.base import PAYLOAD, local_env
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
 
@@ -320,3 +322,36 @@ def test_in_a_container_the_model_is_read_only_and_there_is_no_network(
     runs = [r for r in document["runs"] if r["status"] == "ok"]
     assert len(runs) == 4
     assert all(r["benchmarks"]["workload"]["samples"][0]["throughput"] > 0 for r in runs)
+
+
+@pytest.mark.parametrize(
+    ("xla", "env", "compiled"),
+    [(None, {}, False), ("jit", {}, True), ("auto", {"TF_XLA_FLAGS": XLA_AUTO_FLAGS}, True)],
+)
+def test_an_xla_tuning_compiles_the_suite_and_the_workload(
+    tf_python: Path, models: dict[str, Path], tmp_path: Path, xla: str | None,
+    env: dict[str, str], compiled: bool,
+) -> None:  # fmt: skip
+    """The payload as a benchmark process runs it, under a tuning's XLA mode (its config and
+    the environment the plan gives it): TensorFlow itself says when XLA compiled a cluster."""
+    for name, config in {
+        "suite": {"benchmarks": ["matmul-pinned"], "xla": xla},
+        "keras": {
+            "benchmarks": [],
+            "xla": xla,
+            "workload": {"kind": "keras", "path": str(models["keras"]), "batch": 2, "calls": 5},
+        },
+    }.items():
+        (tmp_path / "config.json").write_text(json.dumps(config))
+        proc = subprocess.run(
+            [str(tf_python), str(PAYLOAD), str(tmp_path / "config.json"), str(tmp_path / "r")],
+            capture_output=True, text=True, timeout=600, check=False,
+            env={**local_env(env), "TF_CPP_MIN_LOG_LEVEL": "0"},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        result = json.loads((tmp_path / "r").read_text())
+        entries = result["benchmarks"]
+        assert entries and all("samples" in e for e in entries.values()), (name, entries)
+        assert ("Compiled cluster using XLA" in proc.stderr) is compiled, (name, xla)
+        if xla == "auto":
+            assert result["threads"]["env"]["TF_XLA_FLAGS"] == XLA_AUTO_FLAGS

@@ -59,5 +59,6 @@ def payload_config(
         "benchmarks": [b for b in benchmarks if b not in WORKLOAD_BENCHMARKS],
         "intra_op": config.intra_op,
         "inter_op": config.inter_op,
+        "xla": config.xla,
         **({"workload": payload_spec(workload)} if workload else {}),
     }

@@ -83,9 +83,14 @@ ENV_RECORDED = (
     "ONEDNN_MAX_CPU_ISA",
     "DNNL_MAX_CPU_ISA",
     "LD_PRELOAD",
+    "TF_XLA_FLAGS",
 )
 
 Step = Callable[[], Any]
+
+
+JIT_COMPILE: dict[str, bool | None] = {"value": None}
+"""True under a tuning with `xla: jit` (set from the config before any benchmark is built)."""
 
 
 def _graph(tf: Any) -> Callable[[Callable[..., Any]], Any]:
@@ -93,8 +98,9 @@ def _graph(tf: Any) -> Callable[[Callable[..., Any]], Any]:
     Autograph rewrites a function's Python control flow over tensors into graph ops; these
     functions have none (the unrolled loop runs over a Python range, the symbolic one is
     tf.scan), so their graphs are the same op for op without it (a test compares them on real
-    TensorFlow), and each process traces about 0.2 s faster."""
-    return functools.partial(tf.function, autograph=False)
+    TensorFlow), and each process traces about 0.2 s faster. Under `xla: jit` XLA compiles
+    each one."""
+    return functools.partial(tf.function, autograph=False, jit_compile=JIT_COMPILE["value"])
 
 
 class Benchmark:
@@ -468,7 +474,7 @@ def _workload(np: Any, tf: Any, config: dict[str, Any], result: dict[str, Any]) 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import workload_payload as wp  # type: ignore[import-not-found]  # beside this file
 
-    spec = config["workload"]
+    spec = {**config["workload"], "jit": config.get("xla") == "jit"}
     if config.get("check_workload"):
         result["workload_check"] = wp.check(np, tf, spec)
         return
@@ -504,6 +510,7 @@ def main(argv: list[str]) -> int:
     import tensorflow as tf
 
     result["import_s"] = time.perf_counter() - started
+    JIT_COMPILE["value"] = True if config.get("xla") == "jit" else None
     if config.get("intra_op"):
         tf.config.threading.set_intra_op_parallelism_threads(int(config["intra_op"]))
     if config.get("inter_op"):

@@ -141,6 +141,7 @@ def new_results(plan: Plan, options: SessionOptions) -> Results:
                 inter_op=c.tuning.inter_op,
                 env=dict(c.tuning.env),
                 peak=fp32_peak(plan.host, c.tuning.intra_op),
+                xla=c.tuning.xla,
             )
             for c in plan.configs
         ),

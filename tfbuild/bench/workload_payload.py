@@ -64,7 +64,7 @@ class Model:
         self.make_call = make_call
 
 
-def _savedmodel(tf: Any, path: str, signature: str) -> Model:
+def _savedmodel(tf: Any, path: str, signature: str, jit: bool) -> Model:
     try:
         loaded = tf.saved_model.load(path)
     except Exception as exc:
@@ -81,14 +81,17 @@ def _savedmodel(tf: Any, path: str, signature: str) -> Model:
 
     def make_call(inputs: dict[str, Any]) -> Callable[[], Any]:
         tensors = {k: tf.constant(v) for k, v in inputs.items()}
-        return lambda: fn(**tensors)
+        if not jit:
+            return lambda: fn(**tensors)
+        compiled: Callable[[], Any] = tf.function(lambda: fn(**tensors), jit_compile=True)
+        return compiled  # the signature's graph, compiled by XLA as one function
 
     model = Model(specs, make_call)
     model.keep = loaded  # type: ignore[attr-defined]  # the signature needs its object alive
     return model
 
 
-def _keras(tf: Any, path: str) -> Model:
+def _keras(tf: Any, path: str, jit: bool) -> Model:
     try:
         model = tf.keras.models.load_model(path, compile=False)
     except Exception as exc:
@@ -110,7 +113,7 @@ def _keras(tf: Any, path: str) -> Model:
     def make_call(values: dict[str, Any]) -> Callable[[], Any]:
         tensors = [tf.constant(values[s.name]) for s in specs]
         args = tensors[0] if len(tensors) == 1 else tensors
-        call = tf.function(lambda x: model(x, training=False))
+        call = tf.function(lambda x: model(x, training=False), jit_compile=jit or None)
         return lambda: call(args)
 
     return Model(specs, make_call)
@@ -244,14 +247,14 @@ class Prepared:
 
 def prepare(np: Any, tf: Any, spec: dict[str, Any]) -> Prepared:
     """Load the workload and make its call; raises InputMismatch or LoadFailure."""
-    kind, path = spec["kind"], spec["path"]
+    kind, path, jit = spec["kind"], spec["path"], bool(spec.get("jit"))
     if kind == "script":
         call, items = _script(path)
         return Prepared(call, items, [])
     if kind == "savedmodel":
-        model = _savedmodel(tf, path, spec.get("signature") or "serving_default")
+        model = _savedmodel(tf, path, spec.get("signature") or "serving_default", jit)
     else:
-        model = _keras(tf, path)
+        model = _keras(tf, path, jit)
     if spec.get("inputs"):
         values = from_file(np, model.specs, spec["inputs"])
     else:

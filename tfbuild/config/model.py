@@ -109,6 +109,8 @@ class Tuning:
     intra_op: ThreadCount | None = None
     inter_op: ThreadCount | None = None
     env: tuple[tuple[str, str], ...] = ()
+    xla: str | None = None
+    """jit: every graph function compiled by XLA (jit_compile); auto: XLA auto-clustering."""
     where: Where | None = field(default=None, compare=False)
 
     def definition(self) -> dict[str, Any]:
@@ -117,6 +119,7 @@ class Tuning:
             "intra_op": self.intra_op,
             "inter_op": self.inter_op,
             "env": dict(self.env),
+            **({"xla": self.xla} if self.xla else {}),
         }
 
 

@@ -47,6 +47,7 @@ from tfbuild.config.values import (
     THREAD_WORDS,
     URL_RE,
     VOLUME_RE,
+    XLA_MODES,
     did_you_mean,
     parse_duration,
     parse_percent,
@@ -224,7 +225,7 @@ def read_tuning(ctx: Ctx, node: yaml.Node, where: str) -> Tuning | None:
     name = matched(ctx, name_node, m.path("name"), NAME_RE, NAME_RULE) if name_node else None
     if name is not None:
         m.where = f"tuning {name!r}"
-    m.check_keys(["name", "intra_op", "inter_op", "env"], required=["name"])
+    m.check_keys(["name", "intra_op", "inter_op", "env", "xla"], required=["name"])
     threads: dict[str, ThreadCount | None] = {}
     for key in ("intra_op", "inter_op"):
         n = m.get(key)
@@ -235,6 +236,14 @@ def read_tuning(ctx: Ctx, node: yaml.Node, where: str) -> Tuning | None:
             item = _env_item(ctx, var, key_node, value_node, m.path("env"))
             if item is not None:
                 env.append(item)
+    xla = (
+        choice(ctx, n, m.path("xla"), list(XLA_MODES), "XLA mode") if (n := m.get("xla")) else None
+    )
+    if xla == "auto" and any(var == "TF_XLA_FLAGS" for var, _ in env):
+        ctx.error(
+            m.get("xla") or m.node,
+            f"{m.path('xla')}: auto sets TF_XLA_FLAGS, which env sets too; expected one of them",
+        )
     if name is None:
         return None
     return Tuning(
@@ -242,6 +251,7 @@ def read_tuning(ctx: Ctx, node: yaml.Node, where: str) -> Tuning | None:
         intra_op=threads["intra_op"],
         inter_op=threads["inter_op"],
         env=tuple(env),
+        xla=xla,
         where=Where(ctx.file, m.node.start_mark.line + 1),
     )
 

@@ -120,3 +120,11 @@ def did_you_mean(value: str, choices: Iterable[str], cutoff: float = 0.6) -> str
 def unknown(kind: str, value: str, known: Sequence[str]) -> str:
     message = f"unknown {kind} {value!r} (expected one of: {', '.join(known)})"
     return message + did_you_mean(value, known)
+
+
+XLA_AUTO_FLAGS = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
+"""TF_XLA_FLAGS of a tuning with `xla: auto`: auto-clustering, on the CPU as well."""
+XLA_MODES = {
+    "jit": "every graph function compiled by XLA (tf.function(jit_compile=True))",
+    "auto": f"XLA auto-clustering (TF_XLA_FLAGS={XLA_AUTO_FLAGS})",
+}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tfbuild.config.model import Matrix, Tuning, Variant
-from tfbuild.config.values import KNOWN_ENV
+from tfbuild.config.values import KNOWN_ENV, XLA_AUTO_FLAGS
 from tfbuild.files import digest
 from tfbuild.machine import cpu
 from tfbuild.machine.profile import GpuInfo, HostProfile, load_profile
@@ -76,6 +76,10 @@ class ResolvedTuning:
     @property
     def name(self) -> str:
         return self.tuning.name
+
+    @property
+    def xla(self) -> str | None:
+        return self.tuning.xla
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -292,6 +296,8 @@ def resolve_tuning(tuning: Tuning, host: HostProfile) -> ResolvedTuning:
         )
         for name, value in tuning.env
     )
+    if tuning.xla == "auto":  # clusters for XLA on the CPU too, not only on GPUs
+        env += (("TF_XLA_FLAGS", XLA_AUTO_FLAGS),)
     return ResolvedTuning(tuning, count(tuning.intra_op), count(tuning.inter_op), env)
 
 

@@ -292,6 +292,18 @@ def throughput(value: float | None) -> str:
     return f"{value:.0f}" if value >= 1000 else f"{value:.4g}"
 
 
+LATENCY_UNIT = re.compile(r"calls/s \(1/(p\d+) latency\)")
+
+
+def as_read(value: float | None, unit: str) -> tuple[str, str]:
+    """A median as a person reads it, with its unit: a throughput as it is; a latency
+    benchmark (recorded as calls per second, so that higher is faster) as the latency in ms."""
+    m = LATENCY_UNIT.fullmatch(unit)
+    if m is None or not value:
+        return throughput(value), unit
+    return throughput(1000.0 / value), f"ms, {m.group(1)} latency"
+
+
 def bench_table(r: HostReport, configs: Sequence[str]) -> tuple[list[str], list[list[str]], int]:
     """Benchmarks in rows: margin, unit, the baseline's and the leader's median throughput,
     then each config's speed vs the baseline (columns named by ranking place). Returns the
@@ -305,14 +317,10 @@ def bench_table(r: HostReport, configs: Sequence[str]) -> tuple[list[str], list[
     header += [f"#{place[c]}" for c in others]
     rows = []
     for bench in r.benchmarks:
-        row = [
-            bench,
-            f"±{pct(r.margins[bench])}",
-            r.units.get(bench, ""),
-            throughput(r.medians.get((r.baseline, bench))),
-        ]
+        base, unit = as_read(r.medians.get((r.baseline, bench)), r.units.get(bench, ""))
+        row = [bench, f"±{pct(r.margins[bench])}", unit, base]
         if best is not None:
-            row.append(throughput(r.medians.get((best, bench))))
+            row.append(as_read(r.medians.get((best, bench)), r.units.get(bench, ""))[0])
         row += [cell(r, c, bench) for c in others]
         rows.append(row)
     return header, rows, fixed
@@ -321,8 +329,10 @@ def bench_table(r: HostReport, configs: Sequence[str]) -> tuple[list[str], list[
 def bench_title(r: HostReport) -> str:
     best = leader(r)
     who = f"the leader (#{ranks(r)[best]} {best})" if best else "no leader but the baseline"
+    latency = any(LATENCY_UNIT.fullmatch(u) for u in r.units.values())
+    what = "throughput (latency for pNN)" if latency else "throughput"
     return (
-        f"Per benchmark: median throughput of the baseline ({r.baseline}) and of {who}, and "
+        f"Per benchmark: median {what} of the baseline ({r.baseline}) and of {who}, and "
         "each config's speed vs the baseline (+ faster, - slower, = equivalent, ? undecided; "
         "# as in the ranking)"
     )

@@ -316,6 +316,7 @@ def _config(data: Mapping[str, Any]) -> ConfigEntry:
         inter_op=data.get("inter_op"),
         env=dict(data.get("env") or {}),
         peak=_opt(data.get("peak"), lambda p: record(Peak, p)),
+        xla=data.get("xla"),
     )
 
 
@@ -499,16 +500,9 @@ def run_json(run: Run) -> dict[str, Any]:
 
 
 def _config_json(c: ConfigEntry) -> dict[str, Any]:
-    return {
-        "key": c.key,
-        "variant": c.variant,
-        "tuning": c.tuning,
-        "aa": c.aa,
-        "intra_op": c.intra_op,
-        "inter_op": c.inter_op,
-        "env": dict(c.env),
-        "peak": c.peak.to_json() if c.peak else None,
-    }
+    data = {k: getattr(c, k) for k in ("key", "variant", "tuning", "aa", "intra_op", "inter_op")}
+    data |= {"env": dict(c.env), "peak": c.peak.to_json() if c.peak else None}
+    return data | ({"xla": c.xla} if c.xla else {})
 
 
 def _wheel_json(w: WheelRecord) -> dict[str, Any]:

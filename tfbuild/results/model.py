@@ -120,6 +120,8 @@ class ConfigEntry:
     inter_op: int | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     peak: Peak | None = None
+    xla: str | None = None
+    """jit or auto (the tuning's `xla`), None without XLA."""
 
 
 @dataclass(frozen=True, kw_only=True)

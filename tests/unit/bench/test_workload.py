@@ -3,13 +3,16 @@ is refused before anything is installed, and how the model is shipped into a con
 
 from __future__ import annotations
 
+import gzip
 import io
+import json
+import shutil
 import tarfile
 from pathlib import Path
 
 import pytest
 from support.cli import run_tfbuild
-from support.env import REPO
+from support.env import FIXTURES, REPO
 
 from tfbuild.bench.workload import (
     WorkloadRequest,
@@ -146,3 +149,28 @@ def test_a_container_gets_the_model_read_only_under_io(tmp_path: Path) -> None:
         assert (members[name].mode, members[name].uid) == (0o444, 0), name
     for folder in ("workload", "workload/model", "workload/model/variables"):
         assert members[folder].isdir() and members[folder].mode == 0o555, folder
+
+
+def test_a_resumed_session_refuses_a_model_that_changed(tmp_path: Path) -> None:
+    """The committed workload session, made incomplete, resumed from a folder where the model's
+    path holds other files (and then none): refused before anything runs, both hashes named."""
+    document = json.loads(
+        gzip.decompress((FIXTURES / "results" / "workload-run.json.gz").read_bytes())
+    )
+    document["session"]["complete"] = False
+    recorded = document["suite"]["workload"]["digest"]
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(document))
+    savedmodel(tmp_path / document["suite"]["workload"]["path"])
+    changed = run_tfbuild(
+        "bench", "--resume", str(path), "--store", str(tmp_path / "w"), cwd=tmp_path
+    )
+    assert changed.returncode == 9, changed.stderr
+    now = digest_of(tmp_path / "gru-savedmodel")
+    assert (
+        f"the session measured savedmodel gru-savedmodel (sha256 {recorded[:12]}), and it has "
+        f"changed (sha256 {now[:12]})"
+    ) in " ".join(changed.stderr.split())
+    shutil.rmtree(tmp_path / "gru-savedmodel")
+    gone = run_tfbuild("bench", "--resume", str(path), "--store", str(tmp_path / "w"), cwd=tmp_path)
+    assert gone.returncode == 9 and "and it is gone" in gone.stderr, gone.stderr

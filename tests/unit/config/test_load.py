@@ -234,6 +234,22 @@ tunings:
     assert "not an environment variable name (got 'A B')" in joined
 
 
+def test_xla_tunings() -> None:
+    m = parse(MINIMAL + "tunings:\n  - {name: jit, xla: jit}\n  - {name: auto, xla: auto}\n")
+    assert [(t.xla, t.definition()["xla"]) for t in m.tunings] == [("jit", "jit"), ("auto", "auto")]
+    assert "xla" not in parse(MINIMAL).tunings[0].definition()
+    found = problems(
+        MINIMAL
+        + "tunings:\n  - {name: a, xla: on}\n"
+        + "  - {name: b, xla: auto, env: {TF_XLA_FLAGS: --tf_xla_auto_jit=1}}\n"
+    )
+    assert found == [
+        "matrix.yaml:6:20: tuning 'a'.xla: unknown XLA mode (got 'on'; expected one of jit, auto)",
+        "matrix.yaml:7:20: tuning 'b'.xla: auto sets TF_XLA_FLAGS, which env sets too; expected "
+        "one of them",
+    ]
+
+
 def test_duplicates_and_baseline() -> None:
     found = problems(
         """

@@ -158,6 +158,10 @@ def test_tunings_resolve_per_host() -> None:
     assert tunings["single-thread"].intra_op == 1
     assert tunings["default"].intra_op is None
     assert dict(tunings["onednn-off"].env) == {"TF_ENABLE_ONEDNN_OPTS": "0"}
+    xla = (Tuning(name="jit", xla="jit"), Tuning(name="auto", xla="auto"))
+    jit, auto = make_plan(dataclasses.replace(MATRIX, tunings=xla), fleet("zen4-epyc-9654")).tunings
+    assert (jit.xla, jit.env) == ("jit", ())  # the payload compiles its functions itself
+    assert dict(auto.env) == {"TF_XLA_FLAGS": "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"}
 
 
 def test_plan_json_lists_every_config() -> None:
