@@ -134,6 +134,9 @@ def test_a_keras_file_under_a_build_that_cannot_load_it_fails_that_build_alone(
     (failure,) = document["failures"]
     assert failure["variant"] == "stock-2.14" and failure["stage"] == "smoke"
     assert failure["reason"].startswith("cannot run the workload: tf.keras.models.load_model")
+    assert len(failure["reason"]) < 400  # the loader's whole message is kept beside it
+    assert failure["kind"] == "workload"
+    assert failure["message"].startswith("tf.keras.models.load_model failed: ")
     assert document["variants"]["stock"]["status"] == "ready"
     assert document["suite"]["benchmarks"][-4:] == ["workload", *LATENCY]
     assert "gru-keras" in document["suite"]["benchmarks"]

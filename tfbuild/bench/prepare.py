@@ -187,9 +187,12 @@ def _prepare_variant(
         if check.get("kind") == "inputs":  # the same for every build: the user's to mend
             raise WorkloadError(f"--workload {results.suite.workload.path}: {check['error']}")
         if "error" in check:
-            reason = f"cannot run the workload: {check['error']}"
+            message = str(check["error"])
+            short = message if len(message) <= 300 else message[:300].rsplit(" ", 1)[0] + " ..."
+            reason = f"cannot run the workload: {short}"
             reporter.note(f"[red]fail[/] {name}: {reason}")
-            return fail_variant(results, name, "smoke", reason, {"kind": "workload"}), None
+            details = {"kind": "workload", "message": message[:8000]}
+            return fail_variant(results, name, "smoke", reason, details), None
         reporter.note(f"workload {name}: {_fed(check)}")
     threads = outcome.result["threads"]
     entry = replace(entry, smoke=smoke, threads_default=threads, status="ready")
