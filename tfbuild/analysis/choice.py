@@ -166,6 +166,8 @@ def choose(
         threading.append(
             f"tf.config.threading.set_inter_op_parallelism_threads({int(config.inter_op)})"
         )
+    if config.xla == "jit":  # measured with every graph function compiled by XLA
+        threading.append("tf.function(..., jit_compile=True) around the model's call (xla: jit)")
     return Choice(
         config=key,
         variant=config.variant,

@@ -110,8 +110,12 @@ def describe_work(results: Results) -> str:
     return f"workload {workload.describe()}" if workload else "the fixed suite alone"
 
 
-def load_sessions(paths: Iterable[Path]) -> list[Session]:
+def load_sessions(paths: Iterable[Path], same_work: bool = True) -> list[Session]:
+    """The results files as sessions; ResultsError when they measured different work (unless
+    `same_work` is False: old results for the gate, which compares only the same work)."""
     sessions = [Session(p, load(p)) for p in paths]
+    if not same_work:
+        return sessions
     versions = {s.results.suite.version for s in sessions}
     if len(versions) > 1:
         raise ResultsError(

@@ -23,7 +23,7 @@ from tfbuild.bench.workload import digest_of, suite_entries
 from tfbuild.build.render import template_dirs
 from tfbuild.config.model import SuiteSettings
 from tfbuild.config.suite import BENCHMARKS
-from tfbuild.errors import ResultsError
+from tfbuild.errors import ResultsError, WorkloadError
 from tfbuild.files import Busy, locked, portable, sha256_of
 from tfbuild.machine.peak import fp32_peak
 from tfbuild.plan.make import Plan
@@ -186,7 +186,11 @@ def run_session(
         results = record(results)
         reporter.note(f"results: {path} (seed {results.session.seed})")
         started = time.monotonic()
-        results, runtimes = prepare(results, plan, options, workspace, reporter, record)
+        try:
+            results, runtimes = prepare(results, plan, options, workspace, reporter, record)
+        except WorkloadError:  # nothing was measured, and no build could: nothing to resume
+            path.unlink(missing_ok=True)
+            raise
         results = add_aa(results)
         # The budget buys measurement: fetching, installing and smoke tests (cached after the
         # first session) are not part of it.
@@ -205,15 +209,20 @@ def _same_workload(path: Path, workload: Workload | None) -> None:
     """A resumed session measures the model it started with: the files must be unchanged."""
     if workload is None:
         return
-    where = Path(workload.path)
-    now = digest_of(where) if where.exists() else None
-    if now != workload.digest:
-        what = "is gone" if now is None else f"has changed (sha256 {now[:12]})"
-        raise ResultsError(
-            f"{path}: the session measured {workload.kind} {workload.path} (sha256 "
-            f"{workload.digest[:12]}), and it {what}; a session's runs must all measure the same "
-            "work: put the model back, or start a new session"
-        )
+    files = [(workload.kind, workload.path, workload.digest)]
+    if workload.inputs:
+        files.append(("inputs", workload.inputs, workload.inputs_digest or ""))
+    for kind, name, recorded in files:
+        where = Path(name)
+        now = digest_of(where) if where.exists() else None
+        if now != recorded:
+            what = "is gone" if now is None else f"has changed (sha256 {now[:12]})"
+            raise ResultsError(
+                f"{path}: the session measured {kind} {name} (sha256 {recorded[:12]}), and it "
+                f"{what}; a session's runs must all measure the same work: put it back (a "
+                "relative path is read from the folder the session ran in: resume from there), "
+                "or start a new session"
+            )
 
 
 def resume_session(path: Path, workspace: Workspace, reporter: Reporter, looker: Looker) -> Path:

@@ -30,7 +30,7 @@ from tfbuild.results.model import Workload
 
 BENCHMARKS = (THROUGHPUT, *LATENCY)
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
-_SHAPE_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_.:/-]*)=(\d+(?:,\d+)*)")
+_SHAPE_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_.:/-]*)=([1-9]\d*(?:,[1-9]\d*)*)")
 EXPECTED = (
     "a SavedModel directory (with saved_model.pb), a Keras model file (.keras, .h5) or a "
     "Python script (.py) defining step(state)"
@@ -86,7 +86,7 @@ def parse_shapes(given: Sequence[str]) -> dict[str, tuple[int, ...]]:
         if m is None:
             raise WorkloadError(
                 f"--shape {text!r}: expected NAME=D1,D2,... with the input's name and every "
-                "dimension, e.g. --shape tokens=1,20"
+                "dimension (each at least 1), e.g. --shape tokens=1,20"
             )
         shapes[m.group(1)] = tuple(int(d) for d in m.group(2).split(","))
     return shapes

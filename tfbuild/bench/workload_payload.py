@@ -48,12 +48,21 @@ class LoadFailure(Exception):
 class Spec:
     """One input of the model: its name, shape (None for an unknown dimension) and dtype."""
 
-    def __init__(self, name: str, shape: tuple[int | None, ...], dtype: Any) -> None:
-        self.name, self.shape, self.dtype = name, shape, dtype
+    def __init__(self, name: str, shape: tuple[int | None, ...] | None, dtype: Any) -> None:
+        self.name, self.shape, self.dtype = name, shape, dtype  # shape None: unknown rank
 
     def describe(self) -> str:
+        if self.shape is None:
+            return f"{self.name} ({self.dtype.name}, unknown rank)"
         dims = ", ".join("None" if d is None else str(d) for d in self.shape)
         return f"{self.name} ({self.dtype.name}, ({dims}{',' if len(self.shape) == 1 else ''}))"
+
+    def fits(self, shape: tuple[int, ...]) -> bool:
+        if self.shape is None:
+            return True
+        return len(shape) == len(self.shape) and all(
+            d is None or d == s for d, s in zip(self.shape, shape, strict=True)
+        )
 
 
 class Model:
@@ -62,6 +71,15 @@ class Model:
     def __init__(self, specs: list[Spec], make_call: Callable[[dict[str, Any]], Callable[[], Any]]):
         self.specs = specs
         self.make_call = make_call
+
+
+def _dims(shape: Any) -> tuple[int | None, ...] | None:
+    """A TensorShape or a tuple as dimensions (None for an unknown one); None: unknown rank."""
+    try:
+        dims = tuple(shape)
+    except (TypeError, ValueError):  # TensorShape(None) cannot be iterated
+        return None
+    return tuple(None if d is None else int(d) for d in dims)
 
 
 def _savedmodel(tf: Any, path: str, signature: str, jit: bool) -> Model:
@@ -75,9 +93,7 @@ def _savedmodel(tf: Any, path: str, signature: str, jit: bool) -> Model:
         raise InputMismatch(f"the SavedModel has no signature {signature!r} (it has: {names})")
     fn = signatures[signature]
     _, kwargs = fn.structured_input_signature
-    specs = [
-        Spec(name, tuple(spec.shape.as_list()), spec.dtype) for name, spec in sorted(kwargs.items())
-    ]
+    specs = [Spec(name, _dims(spec.shape), spec.dtype) for name, spec in sorted(kwargs.items())]
 
     def make_call(inputs: dict[str, Any]) -> Callable[[], Any]:
         tensors = {k: tf.constant(v) for k, v in inputs.items()}
@@ -107,8 +123,7 @@ def _keras(tf: Any, path: str, jit: bool) -> Model:
     specs = []
     for i, tensor in enumerate(inputs):
         name = str(getattr(tensor, "name", "") or f"input_{i}").split(":")[0]
-        shape = tuple(None if d is None else int(d) for d in tuple(tensor.shape))
-        specs.append(Spec(name, shape, tf.as_dtype(tensor.dtype)))
+        specs.append(Spec(name, _dims(tensor.shape), tf.as_dtype(tensor.dtype)))
 
     def make_call(values: dict[str, Any]) -> Callable[[], Any]:
         tensors = [tf.constant(values[s.name]) for s in specs]
@@ -149,15 +164,17 @@ def _script(path: str) -> tuple[Callable[[], Any], float]:
 def _shape(spec: Spec, given: dict[str, list[int]], batch: int) -> tuple[int, ...]:
     if spec.name in given:
         shape = tuple(int(d) for d in given[spec.name])
-        fits = len(shape) == len(spec.shape) and all(
-            d is None or d == s for d, s in zip(spec.shape, shape, strict=True)
-        )
-        if not fits:
+        if not spec.fits(shape):
             raise InputMismatch(
                 f"--shape {spec.name}={','.join(map(str, shape))} does not fit the model's input "
                 f"{spec.describe()}"
             )
         return shape
+    if spec.shape is None:
+        raise InputMismatch(
+            f"input {spec.describe()}: give its shape with --shape {spec.name}=D1,D2,... or "
+            "its values with --inputs FILE.npz"
+        )
     dims: list[int] = []
     for i, d in enumerate(spec.shape):
         if d is not None:
@@ -178,6 +195,18 @@ def generated(
 ) -> dict[str, Any]:
     """Inputs drawn with a fixed seed from each input's shape and dtype."""
     rng = np.random.default_rng(INPUT_SEED)
+    names = {s.name for s in specs}
+    for name in given:
+        if name not in names:
+            inputs = ", ".join(s.describe() for s in specs) or "none"
+            raise InputMismatch(f"--shape {name}=...: the model has no input {name!r} ({inputs})")
+    open_batch = any(s.name not in given and s.shape and s.shape[0] is None for s in specs)
+    if batch != 1 and not open_batch:
+        raise InputMismatch(
+            f"--batch {batch}: no input leaves its first dimension open for it ("
+            + ", ".join(s.describe() for s in specs)
+            + "); leave --batch out, or give the shapes with --shape"
+        )
     values = {}
     for spec in specs:
         shape = _shape(spec, given, batch)
@@ -198,8 +227,13 @@ def generated(
 
 def from_file(np: Any, specs: list[Spec], path: str) -> dict[str, Any]:
     """The arrays of an .npz file, one per input by name, checked against the inputs."""
-    with np.load(path, allow_pickle=False) as npz:
-        arrays = {name: npz[name] for name in npz.files}
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except Exception as exc:  # not an .npz, damaged, or object arrays (pickles are refused)
+        raise InputMismatch(
+            f"--inputs {path}: cannot be read ({type(exc).__name__}: {exc})"
+        ) from exc
     names = ", ".join(s.describe() for s in specs)
     for spec in specs:
         if spec.name not in arrays:
@@ -207,15 +241,13 @@ def from_file(np: Any, specs: list[Spec], path: str) -> dict[str, Any]:
                 f"--inputs {path}: no array for input {spec.name!r} (inputs: {names})"
             )
         array = arrays[spec.name]
-        fits = array.ndim == len(spec.shape) and all(
-            d is None or d == s for d, s in zip(spec.shape, array.shape, strict=True)
-        )
-        if not fits:
+        if not spec.fits(tuple(array.shape)):
             raise InputMismatch(
                 f"--inputs {path}: array {spec.name!r} has shape {tuple(array.shape)}, which does "
                 f"not fit the input {spec.describe()}"
             )
-        if array.dtype != spec.dtype.as_numpy_dtype:
+        text = spec.dtype.name == "string" and array.dtype.kind in "SU"  # bytes or str arrays
+        if not text and array.dtype != spec.dtype.as_numpy_dtype:
             raise InputMismatch(
                 f"--inputs {path}: array {spec.name!r} is {array.dtype}, the input is "
                 f"{spec.dtype.name} ({spec.describe()})"
@@ -263,8 +295,8 @@ def prepare(np: Any, tf: Any, spec: dict[str, Any]) -> Prepared:
         {"name": s.name, "shape": list(values[s.name].shape), "dtype": s.dtype.name}
         for s in model.specs
     ]
-    first = values[model.specs[0].name] if model.specs else None
-    items = float(first.shape[0]) if first is not None and first.ndim else 1.0
+    # items a call: the batch the inputs carry (the largest first dimension among them)
+    items = float(max((v.shape[0] for v in values.values() if v.ndim), default=1))
     try:
         call = model.make_call(values)
     except Exception as exc:

@@ -161,6 +161,8 @@ def build(
     else:
         only, skip = settings.selection.only, settings.selection.skip
         sets = [s.name for s in matrix.opt_in] if settings.build_all else settings.selection.opt_in
+        if sets and not (only or skip or settings.build_all):  # `--with SET` alone: that set
+            only = tuple(glob.escape(v) for v in matrix.opted_in(sets))
         chosen = list(dict.fromkeys(v for v, _ in select(matrix, only, skip, sets)))
     exact = [glob.escape(v.name) for v in chosen]
     plan = make_plan(matrix, build_target(settings.host), only=exact)

@@ -151,7 +151,7 @@ def compare(
     verdict = None
     threshold = settings.fail_above
     if settings.against:
-        old = load_sessions(settings.against)
+        old = load_sessions(settings.against, same_work=False)  # the gate sorts them out
         verdict = gate(sessions, old, threshold, settings.allow_different_hosts)
         if settings.new_class_passes and verdict.strangers is not None:
             verdict = dataclasses.replace(verdict, strangers=None)

@@ -299,9 +299,9 @@ def as_read(value: float | None, unit: str) -> tuple[str, str]:
     """A median as a person reads it, with its unit: a throughput as it is; a latency
     benchmark (recorded as calls per second, so that higher is faster) as the latency in ms."""
     m = LATENCY_UNIT.fullmatch(unit)
-    if m is None or not value:
+    if m is None:
         return throughput(value), unit
-    return throughput(1000.0 / value), f"ms, {m.group(1)} latency"
+    return throughput(1000.0 / value if value else None), f"ms, {m.group(1)} latency"
 
 
 def bench_table(r: HostReport, configs: Sequence[str]) -> tuple[list[str], list[list[str]], int]:

@@ -12,6 +12,7 @@ from tfbuild.bench.summary import Summary
 from tfbuild.machine import cpu
 from tfbuild.machine.profile import HostProfile
 from tfbuild.plan.make import Plan
+from tfbuild.report.comparison import LATENCY_UNIT, as_read
 
 
 def _gib(value: int | None) -> str:
@@ -238,12 +239,13 @@ def plan_view(plan: Plan) -> Group:
 
 
 def bench_view(summary: Summary) -> Group:
-    title = "Median throughput per config (one value per round)"
+    latency = any(LATENCY_UNIT.fullmatch(u) for u in summary.units.values())
+    title = f"Median throughput{' (latency)' if latency else ''} per config (one value per round)"
     # as wide as its title, so a narrow table does not break the title across lines
     table = Table(title=title, title_justify="left", min_width=len(title))
     table.add_column("config", no_wrap=True)
     for bench in summary.benchmarks:
-        table.add_column(f"{bench}\n{summary.units[bench]}", justify="right")
+        table.add_column(f"{bench}\n{as_read(None, summary.units[bench])[1]}", justify="right")
     beyond = False
     for config in summary.configs:
         row: list[str | Text] = [config]
@@ -252,7 +254,9 @@ def bench_view(summary: Summary) -> Group:
             if cell is None:
                 row.append(Text("failed", style="red"))
                 continue
-            text = f"{cell.median:,.1f}"
+            unit = summary.units[bench]
+            shown = as_read(cell.median, unit)[0] if LATENCY_UNIT.fullmatch(unit) else None
+            text = shown or f"{cell.median:,.1f}"
             if summary.units[bench] == "GFLOP/s" and config in summary.peak:
                 share = cell.median / summary.peak[config]
                 # Above the peak: the cores ran faster than the clock it assumes (turbo).

@@ -85,6 +85,11 @@ def test_the_kind_comes_from_the_path(tmp_path: Path) -> None:
         ),
         (
             lambda p: savedmodel(p / "sm"),
+            lambda p: WorkloadRequest(path=p, shapes=("scale=8,0",)),
+            "dimension (each at least 1)",
+        ),
+        (
+            lambda p: savedmodel(p / "sm"),
             lambda p: WorkloadRequest(path=p, inputs=p / "saved_model.pb"),
             "expected an .npz file",
         ),
