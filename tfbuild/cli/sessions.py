@@ -203,7 +203,7 @@ def _require_measurements(results: Results, path: Path) -> None:
 @click.option("--memory", metavar="SIZE", help="Memory limit for benchmark containers, e.g. 8g.")
 @debug_option
 def bench(**params: Any) -> None:
-    """Benchmark every selected (variant, tuning) config with the fixed suite.
+    """Benchmark every selected (variant, tuning) config: the fixed suite, or your own model.
 
     Each variant is fetched, installed into its runtime (a cached venv, or a container) and
     smoke-tested. Then each round runs every config still in contention once, each in a fresh
@@ -212,7 +212,8 @@ def bench(**params: Any) -> None:
     when every config that could be the fastest is known to ±--resolve, or when --budget (time
     spent benchmarking) would run out (--rounds N: a fixed design instead). Every raw sample,
     look and elimination goes to RESULTS/<session>.json, rewritten after each finished run;
-    --resume continues it.
+    --resume continues it. --workload measures a SavedModel, a Keras file or a script instead
+    (throughput and p50/p90/p99 latency; --with-suite keeps the suite too).
     """
     from tfbuild.analysis.looks import SequentialLooks
     from tfbuild.bench.session import resume_session, run_session
