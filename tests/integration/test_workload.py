@@ -275,9 +275,13 @@ PROBE = """\
     from pathlib import Path
 
 
+    FILES = ["data/scale.txt"]
+
+
     def setup():
-        found = []
-        for target in (Path(__file__), Path(__file__).with_name("new-file")):
+        beside = Path(__file__).parent / FILES[0]
+        found = [f"read {FILES[0]}: {beside.read_text().strip()}"]
+        for target in (Path(__file__), Path(__file__).with_name("new-file"), beside):
             try:
                 target.write_text("changed")
                 found.append(f"write {target.name}: allowed")
@@ -300,11 +304,14 @@ PROBE = """\
 def test_in_a_container_the_model_is_read_only_and_there_is_no_network(
     tf_workspace: Path, models: dict[str, Path], base_image: str, tmp_path: Path
 ) -> None:
-    """A script that tries to change its own file, add one beside it and reach the index
-    reports what the container let it do (by failing with it, so the reason is recorded);
-    then the SavedModel is measured in containers like any benchmark."""
+    """A script that reads the file its FILES names beside it, tries to change both, add a
+    file beside them and reach the index reports what the container let it do (by failing
+    with it, so the reason is recorded); then the SavedModel is measured in containers like
+    any benchmark."""
     probe = tmp_path / "probe.py"
     probe.write_text(textwrap.dedent(PROBE))
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "scale.txt").write_text("2.5\n")
     folder = tmp_path / "docker"
     folder.mkdir()
     (folder / "matrix.yaml").write_text(
@@ -324,8 +331,9 @@ def test_in_a_container_the_model_is_read_only_and_there_is_no_network(
     (failure,) = json.loads(path.read_text())["failures"]
     reason = failure["reason"]
     assert reason.startswith("cannot run the workload: setup() failed: RuntimeError: "), reason
-    assert "write model.py: PermissionError errno 13" in reason, reason
+    assert "read data/scale.txt: 2.5; write probe.py: PermissionError errno 13" in reason, reason
     assert "write new-file: PermissionError errno 13" in reason, reason
+    assert "write scale.txt: PermissionError errno 13" in reason, reason
     assert "network: " in reason and "reached" not in reason, reason
     proc = run_tfbuild(
         "bench", *common, "--results", str(folder / "model"),

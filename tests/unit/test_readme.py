@@ -65,11 +65,13 @@ def _quoted(text: str) -> int:
 def test_readme_states_the_suite_and_design_the_code_has() -> None:
     """The numbers the README gives for the suite's work and the default design are the ones
     in payload.py and the packaged matrix.yaml."""
+    from tfbuild.analysis.estimates import AA_SPAN
     from tfbuild.bench.payload import ITERATIONS, SAMPLES, WARMUP_STEPS
     from tfbuild.config.load import load_matrix
     from tfbuild.resources import default_matrix_path
 
     text = documentation()
+    span = {2.0: "twice", 3.0: "three times"}[AA_SPAN]
     gru, matmul, loop = ITERATIONS["gru-keras"], ITERATIONS["matmul-fed"], ITERATIONS["input-fed"]
     words = {1: "one", 2: "2", 3: "3"}
     assert (
@@ -89,7 +91,11 @@ def test_readme_states_the_suite_and_design_the_code_has() -> None:
     )
     assert (
         f"`--resolve` (±{default.resolve * 100:.0f} %: the half-width of its simultaneous "
-        "interval against the baseline), when the next round would end after `--budget` "
+        "interval against the baseline) or every other config is out, and its A/A control lies "
+        f"within {span} the margin" in text
+    )
+    assert (
+        "or when the next round would end after `--budget` "
         f"({default.budget_s / 60:.0f} min of benchmarking" in text
     )
     assert f"`presets` (`quick`: {quick.budget_s / 60:.0f}m and {quick.resolve:.0%}" in text

@@ -9,17 +9,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tfbuild.analysis.choice import Choice
-from tfbuild.analysis.estimates import Estimate
+from tfbuild.analysis.estimates import AA_SPAN, Estimate, aa_too_wide
 from tfbuild.text import half_width
 
 DEFAULT_TARGET = 0.05
 """The resolution a session without its own target (a fixed design) is held to: the default
 matrix's `resolve`."""
-
-AA_SPAN = 2.0
-"""The A/A control (the baseline against its copy, the same build) makes the data unfit to
-decide when its interval reaches beyond this many margins: two processes of one build could
-then look further apart than the differences the verdicts are about."""
 
 
 @dataclass(frozen=True)
@@ -43,14 +38,6 @@ def _interval(e: Estimate) -> str:
 def _faster_by(e: Estimate) -> str:
     change = e.ratio - 1.0
     return f"{abs(change):.1%} {'faster' if change >= 0 else 'slower'}"
-
-
-def aa_too_wide(aa: Estimate | None, margin: float) -> bool:
-    """Whether the A/A control's interval reaches beyond AA_SPAN margins either way."""
-    if aa is None or not (aa.low > 0 and math.isfinite(aa.high)):
-        return aa is not None
-    reach = max(math.log(aa.high), -math.log(aa.low))
-    return reach > AA_SPAN * math.log1p(margin)
 
 
 def _settle_line(

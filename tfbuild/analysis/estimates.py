@@ -26,6 +26,10 @@ BASELINE_RHO = 1.0 / 3.0
 round, the baseline the mean of two, so var(x - b) = 1.5 s^2 and cov = 0.5 s^2."""
 BEST_RHO = 0.5
 """Correlation of the fastest config's comparisons with two others: it is in both."""
+AA_SPAN = 2.0
+"""The A/A control (the baseline against its copy, the same build) makes the data unfit to
+decide when its interval reaches beyond this many margins: two processes of one build could
+then look further apart than the differences the verdicts are about."""
 
 
 @dataclass(frozen=True)
@@ -266,6 +270,26 @@ def leading(configs: Iterable[str], claims: Iterable[Out]) -> list[str]:
 def resolution(lead: Iterable[str], estimates: Mapping[str, Estimate]) -> float:
     widths = [estimates[c].half_width if c in estimates else math.inf for c in lead]
     return max(widths, default=0.0)
+
+
+def aa_control(
+    setup: Setup, logs: Rounds, name: str, benchmarks: Sequence[str], alpha: float, margin: float
+) -> Estimate | None:
+    """The A/A control on `benchmarks` (named `name`): the baseline's copy against the baseline
+    process alone, per round, up to the setup's last look, at the per-comparison level of
+    `alpha` spent by then; None without a copy or before two rounds."""
+    if setup.aa is None:
+        return None
+    d = differences(logs, setup.aa, (setup.baseline,), benchmarks, setup.timeline.last)
+    return estimate(setup.aa, name, d, setup.level(alpha, setup.aa), margin)
+
+
+def aa_too_wide(aa: Estimate | None, margin: float) -> bool:
+    """Whether the A/A control's interval reaches beyond AA_SPAN margins either way."""
+    if aa is None or not (aa.low > 0 and math.isfinite(aa.high)):
+        return aa is not None
+    reach = max(math.log(aa.high), -math.log(aa.low))
+    return reach > AA_SPAN * math.log1p(margin)
 
 
 def noise_margin(

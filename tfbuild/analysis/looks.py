@@ -8,9 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tfbuild.analysis.estimates import (
+    OVERALL,
+    SPLIT,
     Estimate,
     Out,
     Setup,
+    aa_control,
+    aa_too_wide,
     leading,
     make_setup,
     noise_margin,
@@ -38,6 +42,8 @@ class Look:
     """The widest half-width (fraction) of a leading config's interval against the baseline;
     0 when the baseline alone leads."""
     margin: float
+    aa: Estimate | None = None
+    """The A/A control overall, as the report judges it when the session stops here."""
 
 
 def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) -> Look:
@@ -49,6 +55,7 @@ def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) ->
     running = [c for c in active if c in estimates or c == setup.baseline]
     claims = out_claims(setup, logs, running, round_)
     lead = leading(running, claims)
+    alpha = setup.against_baseline(SPLIT["ranking"])
     return Look(
         round=round_,
         active=list(active),
@@ -57,6 +64,7 @@ def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) ->
         leading=lead,
         resolution=resolution([c for c in lead if c != setup.baseline], estimates),
         margin=margin,
+        aa=aa_control(setup, logs, OVERALL, setup.benchmarks, alpha, margin),
     )
 
 
@@ -103,8 +111,13 @@ class SequentialLooks:
         out = [c for k, c in strongest.items() if k in active and k not in (baseline, aa)]
         gone = {c.config for c in out}
         lead = [c for c in look.leading if c != baseline and c not in gone]
+        fit = setup.rules < 3 or not aa_too_wide(look.aa, look.margin)
         left: int | None = None
-        if self.forecast and design.resolve is not None and look.resolution > design.resolve:
+        if (
+            self.forecast
+            and design.resolve is not None
+            and (look.resolution > design.resolve or not fit)
+        ):
             left = rounds_left(setup, self.rounds, lead, design.resolve)
         return model.Look(
             round=round_,
@@ -119,8 +132,9 @@ class SequentialLooks:
             margin=look.margin,
             estimates={
                 c: model.LookEstimate(ratio=e.ratio, low=e.low, high=e.high, rounds=e.rounds)
-                for c, e in look.estimates.items()
+                for c, e in [*look.estimates.items(), *([(aa, look.aa)] if aa and look.aa else [])]
                 if c in active
             },
             rounds_left=left,
+            aa_fit=fit,
         )

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from tfbuild import stats
-from tfbuild.analysis.estimates import SPLIT, Estimate, Setup, ranking_locations
+from tfbuild.analysis.estimates import (
+    AA_SPAN,
+    MIN_MARGIN,
+    SPLIT,
+    Estimate,
+    Setup,
+    ranking_locations,
+)
 from tfbuild.analysis.rounds import Rounds, differences
 from tfbuild.analysis.sessions import Timeline
 
@@ -83,6 +90,47 @@ class Leader:
     variance: float
     df: float
     values: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Control:
+    """The A/A control of a session that goes on, which must come within AA_SPAN margins for
+    the session to stop (rules 3): its per-round log ratios so far, and their variance."""
+
+    values: tuple[float, ...]
+    variance: float
+
+
+def control_fit(
+    control: Control,
+    looks: Sequence[tuple[int, float]],
+    seed: int = 1,
+    draws: int = PLAN_DRAWS,
+) -> Iterator[np.ndarray]:
+    """For each of `looks` (`more` rounds from now, its two-sided level), over simulated
+    continuations of the A/A control (its rounds so far, new ones drawn at its variance):
+    whether its interval, as the report draws it, lies within AA_SPAN margins, the margin
+    estimated from the control itself as the report does (never below MIN_MARGIN)."""
+    if not looks:
+        return
+    rng = np.random.default_rng(seed)
+    observed = np.asarray(control.values, dtype=float)
+    most = max(more for more, _ in looks)
+    center = stats.trimmed(control.values).estimate if observed.size else 0.0
+    new = center + rng.standard_normal((draws, most)) * math.sqrt(control.variance)
+    series = np.concatenate([np.broadcast_to(observed, (draws, observed.size)), new], axis=1)
+    for more, level in looks:
+        x = series[:, : observed.size + more]
+        n = x.shape[1]
+        mean, spread, h = stats.trimmed_along(x)
+        if level <= 0.0 or h < 2:
+            yield np.zeros(draws, dtype=bool)
+            continue
+        se = np.sqrt(spread * n) / h
+        reach = np.abs(mean) + _t_quantile(1.0 - level / 2.0, np.full(draws, h - 1.0)) * se
+        robust = np.sqrt(spread / stats.winsor_factor(math.floor(stats.TRIM * n) / n))
+        margin = np.maximum(MIN_MARGIN, np.expm1(robust / math.sqrt(2.0)))
+        yield reach <= AA_SPAN * np.log1p(margin)
 
 
 def _variances(
@@ -216,13 +264,17 @@ def rounds_to_resolve(
     leaders: Sequence[Leader],
     target: float,
     looks: Sequence[tuple[int, float]],
+    control: Control | None = None,
 ) -> int | None:
     """The median stop of the sessions like this one that go on: of `looks` (rounds from now,
     the level there), the first by which at least half of them have stopped on every leader's
-    interval within ±target (a session stops at the first look that finds it so); None if
-    fewer than half have by the last."""
+    interval within ±target, and, with a `control`, the A/A control within AA_SPAN margins (a
+    session stops at the first look that finds it so); None if fewer than half have by the
+    last."""
     stopped = None
-    for (more, _), now in zip(looks, resolved(forecast, leaders, looks, target), strict=True):
+    fits = control_fit(control, looks) if control is not None else None
+    for (more, _), tier in zip(looks, resolved(forecast, leaders, looks, target), strict=True):
+        now = tier & next(fits) if fits is not None else tier
         stopped = now if stopped is None else stopped | now
         if float(stopped.mean()) >= RESOLVED:
             return more
@@ -334,12 +386,16 @@ def forecast_of(
 
 
 def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) -> int | None:
-    """More rounds until the leading tier is resolved to ±target, the median over the
-    sessions like this one going on (the planner behind a running session's ETA); None if
-    fewer than half are by the horizon."""
+    """More rounds until the session stops on its data: the leading tier resolved to ±target
+    (and, under rules 3, the A/A control within AA_SPAN margins), the median over the sessions
+    like this one going on (the planner behind a running session's ETA); None if fewer than
+    half are by the horizon."""
     schedule, horizon = setup.design.schedule, setup.design.horizon
     found = forecast_of(setup, logs, lead, going_on=True, bound=stats.GENEROUS)
-    if not schedule or horizon is None or found is None or not found[1]:
+    control = _control(setup, logs) if setup.rules >= 3 else None
+    if not schedule or horizon is None or found is None:
+        return None
+    if not found[1] and control is None:
         return None
     alpha = setup.against_baseline(SPLIT["ranking"])
     now = setup.timeline.last
@@ -348,7 +404,17 @@ def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) 
         for k, look in enumerate(schedule)
         if look > now
     ]
-    return rounds_to_resolve(*found, target, looks)
+    return rounds_to_resolve(*found, target, looks, control)
+
+
+def _control(setup: Setup, logs: Rounds) -> Control | None:
+    """The session's A/A control as the planner continues it."""
+    if setup.aa is None:
+        return None
+    d = differences(logs, setup.aa, (setup.baseline,), setup.benchmarks, setup.timeline.last)
+    if len(d) < 2:
+        return None
+    return Control(tuple(d), statistics.variance(d))
 
 
 def fixed_equivalent(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) -> int | None:

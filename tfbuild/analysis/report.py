@@ -59,6 +59,7 @@ from tfbuild.analysis.estimates import (
     Estimate,
     Out,
     Setup,
+    aa_control,
     estimate,
     final_timeline,
     judged,
@@ -267,11 +268,9 @@ def _aa_estimates(
     bench_alpha = setup.against_baseline(SPLIT["benchmarks"] / max(1, len(setup.benchmarks)))
     for bench in [OVERALL, *setup.benchmarks]:
         benches = setup.benchmarks if bench == OVERALL else (bench,)
-        last = setup.timeline.last
-        d = differences(logs, setup.aa, (setup.baseline,), benches, last)
-        margins[bench] = noise_margin(setup, logs, benches, last)
+        margins[bench] = noise_margin(setup, logs, benches, setup.timeline.last)
         alpha = ranking_alpha if bench == OVERALL else bench_alpha
-        e = estimate(setup.aa, bench, d, setup.level(alpha, setup.aa), margins[bench])
+        e = aa_control(setup, logs, bench, benches, alpha, margins[bench])
         if e is None:
             continue
         aa[bench] = e

@@ -241,6 +241,19 @@ class Schedule:
             f"after round {r}: {summary}; {len(self.active)} configs run"
             + (f"; about {left} more rounds" if left else "")
         )
+        resolved = design.resolve is not None and look.resolution <= design.resolve
+        if (resolved or not lead) and not look.aa_fit:
+            control = look.estimates.get(aa)
+            shown = (
+                f" ({control.ratio:.3f}x [{control.low:.3f}, {control.high:.3f}])"
+                if control
+                else ""
+            )
+            self.reporter.note(
+                f"the A/A control{shown} is still too wide for an answer at the "
+                f"{look.margin:.1%} margin: running on until it is not"
+            )
+            return None
         if not lead:
             return Stop(
                 reason="resolved",
@@ -248,7 +261,7 @@ class Schedule:
                 message=f"every other config is shown slower than the baseline {baseline} "
                 f"after {r} rounds",
             )
-        if design.resolve is not None and look.resolution <= design.resolve:
+        if resolved:
             return Stop(
                 reason="resolved",
                 round=r,

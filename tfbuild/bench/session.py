@@ -209,12 +209,12 @@ def _same_workload(path: Path, workload: Workload | None) -> None:
     """A resumed session measures the model it started with: the files must be unchanged."""
     if workload is None:
         return
-    files = [(workload.kind, workload.path, workload.digest)]
+    files = [(workload.kind, workload.path, workload.digest, workload.files)]
     if workload.inputs:
-        files.append(("inputs", workload.inputs, workload.inputs_digest or ""))
-    for kind, name, recorded in files:
+        files.append(("inputs", workload.inputs, workload.inputs_digest or "", ()))
+    for kind, name, recorded, beside in files:
         where = Path(name)
-        now = digest_of(where) if where.exists() else None
+        now = digest_of(where, beside) if where.exists() else None
         if now != recorded:
             what = "is gone" if now is None else f"has changed (sha256 {now[:12]})"
             raise ResultsError(

@@ -8,6 +8,7 @@ smoke test of each build (workload_payload.check)."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 from collections.abc import Sequence
@@ -25,12 +26,20 @@ from tfbuild.bench.workload_payload import (
     WORKLOAD_VERSION,
 )
 from tfbuild.errors import WorkloadError
-from tfbuild.files import portable
+from tfbuild.files import portable, sha256_of
 from tfbuild.results.model import Workload
 
 BENCHMARKS = (THROUGHPUT, *LATENCY)
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 _SHAPE_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_.:/-]*)=([1-9]\d*(?:,[1-9]\d*)*)")
+FLAGS = {
+    "signature": "--signature",
+    "batch": "--batch",
+    "shapes": "--shape",
+    "inputs": "--inputs",
+    "calls": "--calls",
+}
+"""WorkloadRequest field -> the command-line option that sets it."""
 EXPECTED = (
     "a SavedModel directory (with saved_model.pb), a Keras model file (.keras, .h5) or a "
     "Python script (.py) defining step(state)"
@@ -49,16 +58,74 @@ class WorkloadRequest:
     calls: int | None = None
 
 
-def digest_of(path: Path) -> str:
-    """sha256 over a file's bytes, or over a directory's files: relative paths and contents."""
+def digest_of(path: Path, files: Sequence[str] = ()) -> str:
+    """sha256 over a file's bytes, or over a directory's files: relative paths and contents.
+    With `files` (a script's FILES, relative to its folder), over the script and those, each
+    named by its path relative to the script's folder."""
+    if path.is_file() and not files:
+        return sha256_of(path)
+    root = path.parent if files else path
+    chosen = [path, *(root / f for f in files)] if files else [path]
+    found = {f for c in chosen for f in ([c] if c.is_file() else c.rglob("*")) if f.is_file()}
     h = hashlib.sha256()
-    if path.is_file():
-        h.update(path.read_bytes())
-        return h.hexdigest()
-    for f in sorted(p for p in path.rglob("*") if p.is_file()):
-        h.update(f.relative_to(path).as_posix().encode("utf-8") + b"\0")
-        h.update(hashlib.sha256(f.read_bytes()).digest())
+    for f in sorted(found):
+        h.update(f.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        h.update(bytes.fromhex(sha256_of(f)))
     return h.hexdigest()
+
+
+def script_files(path: Path) -> tuple[str, ...]:
+    """A script's FILES: a top-level assignment of a list or tuple of string literals, each a
+    file or folder beside the script or below its folder; read without running the script
+    (the host may have no TensorFlow)."""
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None)
+        where = f"{path}:{line}" if line else str(path)
+        raise WorkloadError(f"--workload {where}: not valid Python ({exc.args[0]})") from exc
+    found: tuple[str, ...] = ()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, given = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:  # FILES: list[str] = ...
+            targets, given = [node.target], node.value
+        else:
+            continue
+        if not any(isinstance(t, ast.Name) and t.id == "FILES" for t in targets):
+            continue
+        where = f"--workload {path}:{node.lineno}: FILES"
+        try:
+            value = ast.literal_eval(given)
+        except ValueError:
+            raise WorkloadError(
+                f"{where} is computed; expected a list of paths written out, relative to the "
+                'script\'s folder, e.g. FILES = ["model.keras", "vocab/"]'
+            ) from None
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise WorkloadError(
+                f"{where} = {value!r}; expected a list of paths (strings) relative to the "
+                "script's folder"
+            )
+        found = tuple(_beside(path, where, v) for v in value)
+    return found
+
+
+def _beside(script: Path, where: str, given: str) -> str:
+    """A FILES entry as a clean relative path below the script's folder; WorkloadError for one
+    that is absolute, climbs out, is the script itself or does not exist."""
+    relative = Path(given)
+    if not relative.parts or relative.is_absolute() or ".." in relative.parts:
+        raise WorkloadError(
+            f"{where} names {given!r}; expected a path relative to the script's folder, below "
+            "it (shipped beside the script into a container)"
+        )
+    target = script.parent / relative
+    if not target.exists():
+        raise WorkloadError(f"{where} names {given!r}, and {target} does not exist")
+    if target.resolve() == script.resolve():
+        raise WorkloadError(f"{where} names the script itself ({given!r}): it is shipped anyway")
+    return relative.as_posix()
 
 
 def kind_of(path: Path) -> str:
@@ -98,14 +165,9 @@ def resolve(request: WorkloadRequest) -> Workload:
     kind = kind_of(path)
     if kind == "script":
         given = [
-            name
-            for name, value in (
-                ("--signature", request.signature),
-                ("--batch", request.batch),
-                ("--shape", request.shapes),
-                ("--inputs", request.inputs),
-            )
-            if value
+            FLAGS[name]
+            for name in ("signature", "batch", "shapes", "inputs")
+            if getattr(request, name)
         ]
         if given:
             raise WorkloadError(
@@ -117,6 +179,7 @@ def resolve(request: WorkloadRequest) -> Workload:
             f"--signature {request.signature}: a Keras file ({request.path}) has no signatures; "
             "it is called as a model"
         )
+    files = script_files(path) if kind == "script" else ()
     inputs = inputs_digest = None
     if request.inputs is not None:
         if request.batch or request.shapes:
@@ -133,7 +196,7 @@ def resolve(request: WorkloadRequest) -> Workload:
     return Workload(
         kind=kind,
         path=portable(path),
-        digest=digest_of(path),
+        digest=digest_of(path, files),
         version=WORKLOAD_VERSION,
         signature=(request.signature or "serving_default") if kind == "savedmodel" else None,
         batch=request.batch or 1,
@@ -141,6 +204,7 @@ def resolve(request: WorkloadRequest) -> Workload:
         inputs=inputs,
         inputs_digest=inputs_digest,
         calls=request.calls or CALLS,
+        files=files,
     )
 
 
@@ -168,4 +232,5 @@ def payload_spec(workload: Workload) -> dict[str, Any]:
         "shapes": {k: list(v) for k, v in workload.shapes.items()},
         "inputs": str(Path(workload.inputs).resolve()) if workload.inputs else None,
         "calls": workload.calls,
+        "files": list(workload.files),
     }

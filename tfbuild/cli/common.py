@@ -253,18 +253,11 @@ WORKLOAD_OPTIONS = (
 
 def workload_request(params: Mapping[str, Any]) -> WorkloadRequest | None:
     """--workload and the options that go with it; UsageError for those given without it."""
-    from tfbuild.bench.workload import WorkloadRequest
+    from tfbuild.bench.workload import FLAGS, WorkloadRequest
 
     path = params.get("workload")
     if path is None:
-        flags = {
-            "with_suite": "--with-suite",
-            "signature": "--signature",
-            "batch": "--batch",
-            "shapes": "--shape",
-            "inputs": "--inputs",
-            "calls": "--calls",
-        }
+        flags = {"with_suite": "--with-suite", **FLAGS}
         given = [flag for name, flag in flags.items() if params.get(name)]
         if given:
             raise UsageError(f"{', '.join(given)}: only with --workload PATH")

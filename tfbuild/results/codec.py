@@ -366,6 +366,7 @@ def _look(data: Mapping[str, Any]) -> Look:
         margin=data["margin"],
         estimates={k: record(LookEstimate, e) for k, e in (data.get("estimates") or {}).items()},
         rounds_left=data.get("rounds_left"),
+        aa_fit=bool(data.get("aa_fit", True)),
     )
 
 
@@ -540,6 +541,7 @@ def look_json(look: Look) -> dict[str, Any]:
         "margin": look.margin,
         "estimates": {k: asdict(e) for k, e in look.estimates.items()},
         "rounds_left": look.rounds_left,
+        **({} if look.aa_fit else {"aa_fit": False}),
     }
 
 

@@ -215,15 +215,20 @@ class Look:
     margin: float
     estimates: Mapping[str, LookEstimate]
     rounds_left: int | None = None
+    aa_fit: bool = True
+    """Whether the A/A control's interval (in `estimates` under the copy's key) lies within the
+    span the answer allows (analysis.estimates.AA_SPAN margins): under rules 3 a session stops on
+    its data only then, so that what it stops on can be answered."""
 
 
-DECISIONS = 2
+DECISIONS = 3
 """The rules a sequential session's looks are decided by, recorded with its design so that its
 looks replay exactly: 1, Bonferroni within each family, each comparison's own variance, Pocock
 spending for every comparison, looks about 35 % apart; 2, max-t levels for comparisons that
 share a config (Dunnett 1955; Hsu 1984), variances moderated across the comparisons of a look
 (Smyth 2004), Pocock spending for eliminations and t^2 for the intervals, looks about 20 %
-apart."""
+apart; 3, as 2, and a session stops on its data (the leading tier resolved, or the baseline
+alone leading) only when its A/A control is within the span the answer allows."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -326,6 +331,9 @@ class Workload:
     inputs_digest: str | None = None
     calls: int = 50
     """Calls in one timed sample (three a process); four times as many timed one by one."""
+    files: tuple[str, ...] = ()
+    """A script's FILES: what it reads beside it, relative to its folder (in the digest, and
+    shipped beside it into a container)."""
 
     def identity(self) -> tuple[Any, ...]:
         """What two sessions must share to have measured the same work."""
@@ -335,6 +343,8 @@ class Workload:
 
     def describe(self) -> str:
         parts = [f"{self.kind} {self.path} (sha256 {self.digest[:12]})", f"{self.calls} calls"]
+        if self.files:
+            parts.append(f"with {', '.join(self.files)}")
         if self.signature:
             parts.append(f"signature {self.signature}")
         if self.kind != "script":
@@ -347,6 +357,9 @@ class Workload:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["shapes"] = {k: list(v) for k, v in self.shapes.items()}
+        data["files"] = list(self.files)
+        if not self.files:
+            del data["files"]
         return data
 
     @classmethod
@@ -363,6 +376,7 @@ class Workload:
             },
             inputs=data.get("inputs"),
             inputs_digest=data.get("inputs_digest"),
+            files=tuple(str(f) for f in data.get("files") or ()),
             calls=int(data.get("calls") or 50),
         )
 

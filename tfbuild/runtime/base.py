@@ -36,22 +36,33 @@ _SCRUBBED_PREFIXES = ("OMP_", "KMP_", "MKL_", "TF_", "ONEDNN_", "DNNL_", "PYTHON
 
 
 def workload_files(spec: Mapping[str, Any], folder: str) -> tuple[dict[str, bytes], dict[str, Any]]:
-    """The files of a workload (its model, and its inputs) to ship into a runtime under
-    `folder`, and the payload's spec with its paths relative to where they are shipped."""
+    """The files of a workload (its model, and its inputs; a script under its own name, with
+    its FILES beside it as they are beside it here) to ship into a runtime under `folder`, and
+    the payload's spec with its paths relative to where they are shipped."""
     files: dict[str, bytes] = {}
     moved = dict(spec)
     for key, name in (("path", "model"), ("inputs", "inputs.npz")):
         if not spec.get(key):
             continue
         source = Path(spec[key])
-        target = f"{folder}/{name}" + (source.suffix if key == "path" else "")
-        if source.is_dir():
-            for f in sorted(p for p in source.rglob("*") if p.is_file()):
-                files[f"{target}/{f.relative_to(source).as_posix()}"] = f.read_bytes()
-        else:
-            files[target] = source.read_bytes()
+        script = key == "path" and spec.get("kind") == "script"
+        target = f"{folder}/" + (source.name if script else name)
+        if key == "path" and not script:
+            target += source.suffix
+        _add(files, source, target)
+        for beside in spec.get("files") or () if script else ():
+            _add(files, source.parent / beside, f"{folder}/{beside}")
         moved[key] = target
     return files, moved
+
+
+def _add(files: dict[str, bytes], source: Path, target: str) -> None:
+    """A file, or a folder's files, into `files` under `target`."""
+    if source.is_dir():
+        for f in sorted(p for p in source.rglob("*") if p.is_file()):
+            files[f"{target.rstrip('/')}/{f.relative_to(source).as_posix()}"] = f.read_bytes()
+    else:
+        files[target] = source.read_bytes()
 
 
 def local_env(tuning_env: Mapping[str, str]) -> dict[str, str]:

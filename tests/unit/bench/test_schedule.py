@@ -60,3 +60,24 @@ def test_two_rounds_cut_by_the_budget_still_make_a_report(tmp_path: Path) -> Non
     assert ">999]" in proc.stdout and "stopped: the budget of 0 min" in " ".join(
         proc.stdout.split()
     )
+
+
+def test_a_session_stops_on_its_data_only_when_its_answer_can_be_given() -> None:
+    """Rules 3: both other configs, far slower, are out after the first looks and the baseline
+    alone leads, but the A/A control is still wider than twice the margin, so a report would
+    be inconclusive: the baseline and its copy run on, alone, until a look finds the control
+    within that span, and the session stops there with an answer (keep the baseline)."""
+    doc = replay_session(3, SEQUENTIAL, 5, {"c01:default": 0.6, "c02:default": 0.6})
+    alone = [look for look in doc.looks or () if look.leading == ("base:default",)]
+    waited = [look.round for look in alone if not look.aa_fit]
+    assert waited, "the seed should give a look where the baseline alone leads too early"
+    stop = doc.session.stop
+    assert stop is not None and stop.reason == "resolved"
+    assert stop.round == next(look.round for look in alone if look.aa_fit) > waited[0]
+    for look in alone[: len(waited)]:
+        control = look.estimates["base:default~aa"]
+        assert max(control.high, 1 / control.low) > (1 + look.margin) ** 2, look
+    after = list((doc.order or ())[waited[0] :])
+    assert after and all(set(o) == {"base:default", "base:default~aa"} for o in after)
+    r = report(doc)
+    assert r.answer.kind == "keep", r.answer.lines

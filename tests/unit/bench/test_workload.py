@@ -4,6 +4,7 @@ is refused before anything is installed, and how the model is shipped into a con
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import shutil
@@ -179,3 +180,88 @@ def test_a_resumed_session_refuses_a_model_that_changed(tmp_path: Path) -> None:
     shutil.rmtree(tmp_path / "gru-savedmodel")
     gone = run_tfbuild("bench", "--resume", str(path), "--store", str(tmp_path / "w"), cwd=tmp_path)
     assert gone.returncode == 9 and "and it is gone" in gone.stderr, gone.stderr
+
+
+def test_digests_recorded_before_stay_what_they_were(tmp_path: Path) -> None:
+    """A file's digest is the sha256 of its bytes, a folder's the sha256 over each file's
+    relative path, a NUL and its own sha256, in path order: what sessions already recorded."""
+    model = savedmodel(tmp_path / "sm")
+    assert digest_of(model / "saved_model.pb") == hashlib.sha256(b"\x08\x01").hexdigest()
+    h = hashlib.sha256()
+    for name, data in (("saved_model.pb", b"\x08\x01"), ("variables/variables.index", b"index")):
+        h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    assert digest_of(model) == h.hexdigest()
+
+
+def scripted(folder: Path, files: str) -> Path:
+    """A script reading what lies beside it, and that: data/scale.txt and vocab/*.txt."""
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "scale.txt").write_text("2.5\n")
+    (folder / "vocab").mkdir()
+    (folder / "vocab" / "a.txt").write_text("a\n")
+    (folder / "notes.md").write_text("not read\n")
+    script = folder / "step.py"
+    script.write_text(
+        f"from pathlib import Path\n\nFILES = {files}\n\ndef step(state):\n    pass\n"
+    )
+    return script
+
+
+def test_a_scripts_files_are_in_its_digest_and_shipped_beside_it(tmp_path: Path) -> None:
+    script = scripted(tmp_path / "w", '["data/scale.txt", "vocab/"]')
+    annotated = scripted(tmp_path / "a", '("data/scale.txt",)')
+    annotated.write_text(annotated.read_text().replace("FILES =", "FILES: tuple[str, ...] ="))
+    assert resolve(WorkloadRequest(path=annotated)).files == ("data/scale.txt",)
+    record = resolve(WorkloadRequest(path=script))
+    assert record.files == ("data/scale.txt", "vocab")
+    assert "with data/scale.txt, vocab" in record.describe()
+    before = record.digest
+    (tmp_path / "w" / "notes.md").write_text("changed, and not in FILES\n")
+    assert resolve(WorkloadRequest(path=script)).digest == before
+    (tmp_path / "w" / "vocab" / "b.txt").write_text("b\n")
+    assert resolve(WorkloadRequest(path=script)).digest != before
+    files, moved = workload_files(payload_spec(record), "workload")
+    assert moved["path"] == "workload/step.py"
+    assert sorted(files) == [
+        "workload/data/scale.txt",
+        "workload/step.py",
+        "workload/vocab/a.txt",
+        "workload/vocab/b.txt",
+    ]
+    assert files["workload/data/scale.txt"] == b"2.5\n"
+    plain = tmp_path / "plain.py"
+    plain.write_text("def step(state):\n    pass\n")
+    assert resolve(WorkloadRequest(path=plain)).files == ()
+    assert sorted(workload_files(payload_spec(resolve(WorkloadRequest(path=plain))), "w")[0]) == [
+        "w/plain.py"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ('["/etc/passwd"]', "FILES names '/etc/passwd'; expected a path relative to"),
+        ('["../outside.txt"]', "FILES names '../outside.txt'; expected a path relative to"),
+        ('["."]', "FILES names '.'; expected a path relative to the script's folder, below it"),
+        ('["data/missing.txt"]', "FILES names 'data/missing.txt', and "),
+        ('["step.py"]', "FILES names the script itself ('step.py')"),
+        ("[Path('data')]", "FILES is computed; expected a list of paths written out"),
+        ('"data/scale.txt"', "FILES = 'data/scale.txt'; expected a list of paths"),
+        ('["data", 3]', "FILES = ['data', 3]; expected a list of paths"),
+    ],
+)
+def test_a_files_entry_that_cannot_be_shipped_is_refused_with_its_line(
+    tmp_path: Path, files: str, message: str
+) -> None:
+    script = scripted(tmp_path / "w", files)
+    with pytest.raises(WorkloadError) as raised:
+        resolve(WorkloadRequest(path=script))
+    assert str(raised.value).startswith(f"--workload {script.resolve()}:3: FILES"), raised.value
+    assert message in str(raised.value)
+
+
+def test_a_script_that_is_not_python_is_refused_with_its_line(tmp_path: Path) -> None:
+    script = tmp_path / "w.py"
+    script.write_text("def step(state):\n    return (\n")
+    with pytest.raises(WorkloadError, match=r"w\.py:2: not valid Python"):
+        resolve(WorkloadRequest(path=script))
