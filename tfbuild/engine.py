@@ -213,6 +213,38 @@ def ensure_volume(name: str) -> str:
     return name
 
 
+FILLED = ".tfbuild-filled"
+"""Written into a filled volume last: a volume without it was left half-filled."""
+
+
+def filled_volume(name: str, image: str, data: bytes, labels: Mapping[str, str]) -> bool:
+    """A named volume holding the tar `data`, filled once through a container of `image` that
+    never starts (so the engine may be another machine); True when it was filled now. Name it
+    by its contents: a volume of that name already filled is taken as it is, one whose fill
+    was cut short (no FILLED marker) is filled again."""
+    from docker.errors import NotFound
+    from docker.types import Mount
+
+    try:
+        client().volumes.get(name)
+    except NotFound:
+        client().volumes.create(name, labels=dict(labels))
+    mount = Mount(target="/fill", source=name, type="volume")
+    with container(image, ["true"], mounts=[mount], network_mode="none") as created:
+        if read_file(created, f"/fill/{FILLED}") is not None:
+            return False
+        put_archive(created, "/fill", data)
+        put_archive(created, "/fill", tar_of({}, {FILLED: b""}))
+    return True
+
+
+def volume_at(name: str, target: str, read_only: bool = True) -> Any:
+    """A named volume mounted at `target` (read-only unless told)."""
+    from docker.types import Mount
+
+    return Mount(target=target, source=name, type="volume", read_only=read_only)
+
+
 @contextlib.contextmanager
 def container(image: str, command: Sequence[str], **options: Any) -> Iterator[Any]:
     """A created (not started) container, always removed at the end, also on Ctrl-C."""

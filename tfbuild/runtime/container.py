@@ -6,6 +6,7 @@ may be another machine."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import re
 import time
@@ -32,16 +33,19 @@ INSTALL_TIMEOUT_S = 1800
 INSTALL_DIR = "/tmp/tfbuild-install"
 
 
-def _bench_inputs(config: Mapping[str, Any]) -> bytes:
+WORKLOAD_AT = "/io/workload"
+"""Where a benchmark container finds the workload: a volume mounted read-only."""
+
+
+def _bench_inputs(config: Mapping[str, Any], workload: Mapping[str, Any] | None) -> bytes:
     """A tar for the container's /io (a volume owned by the benchmark user, the only writable
-    place besides a tmpfs /tmp): the payload and its config; with a workload, the model (and
-    its inputs) under /io/workload, read-only, and the config pointing there."""
+    place besides a tmpfs /tmp): the payload and its config; with a workload (the payload's
+    spec with the paths it has in the container), the workload's payload too, read-only."""
     uid = engine.BENCH_UID
     shipped: dict[str, bytes] = {}
-    if (spec := config.get("workload")) is not None:
-        shipped, spec = workload_files(spec, "workload")
+    if workload is not None:
         shipped["workload_payload.py"] = WORKLOAD_PAYLOAD.read_bytes()
-        config = {**config, "workload": {k: _in_io(v, k) for k, v in spec.items()}}
+        config = {**config, "workload": workload}
     return engine.tar_of(
         {
             "payload.py": (PAYLOAD.read_bytes(), 0),
@@ -51,8 +55,17 @@ def _bench_inputs(config: Mapping[str, Any]) -> bytes:
     )
 
 
-def _in_io(value: Any, key: str) -> Any:
-    return f"/io/{value}" if key in ("path", "inputs") and value else value
+def workload_volume(spec: Mapping[str, Any]) -> tuple[str, bytes, dict[str, Any]]:
+    """The volume a workload is shipped in: its name (from the contents, so a session, or the
+    next one, measuring the same files finds it filled), a tar of the files (read-only, owned
+    by root), and the payload's spec with the paths they have under WORKLOAD_AT."""
+    files, moved = workload_files(spec, "workload")
+    inside = {name.removeprefix("workload/"): data for name, data in files.items()}
+    contents = digest(sorted((n, hashlib.sha256(data).hexdigest()) for n, data in inside.items()))
+    for key in ("path", "inputs"):
+        if moved.get(key):
+            moved[key] = f"/io/{moved[key]}"
+    return f"tfbuild-workload-{contents[:24]}", engine.tar_of({}, inside), moved
 
 
 def _redacted(value: str) -> str:
@@ -107,6 +120,7 @@ class DockerRuntime(RuntimeEnv):
         self.memory = memory
         self.session = session
         self.image: str | None = None
+        self._volumes: dict[str, tuple[str, dict[str, Any]]] = {}
 
     def _script(self) -> str:
         return render_runtime(
@@ -203,15 +217,21 @@ class DockerRuntime(RuntimeEnv):
         if self.image is None:
             raise InstallError("the runtime image is not prepared")
         # Nothing is bind-mounted: the engine may be another machine (DOCKER_HOST), so the
-        # payload and its config are copied in through the API and the result copied out.
-        inputs = _bench_inputs({**config, "cpus": list(cpus) if cpus else None})
+        # payload and its config are copied in through the API and the result copied out; a
+        # workload goes into a volume once, mounted read-only in every benchmark container.
+        mounts = [engine.anonymous_volume("/io")]
+        workload = None
+        if (spec := config.get("workload")) is not None:
+            volume, workload = self._workload_volume(spec)
+            mounts.append(engine.volume_at(volume, WORKLOAD_AT))
+        inputs = _bench_inputs({**config, "cpus": list(cpus) if cpus else None}, workload)
         cpuset = ",".join(map(str, cpus)) if cpus else self.cpuset
         started = time.perf_counter()
         with engine.container(
             self.image,
             ["/opt/tf/bin/python", "/io/payload.py", "/io/config.json", "/io/result.json"],
             environment={**BASE_ENV, "HOME": "/tmp", **env},
-            mounts=[engine.anonymous_volume("/io")],
+            mounts=mounts,
             cpuset_cpus=cpuset,
             nano_cpus=self.nano_cpus,
             mem_limit=self.memory,
@@ -228,6 +248,17 @@ class DockerRuntime(RuntimeEnv):
                 data = engine.read_file(created, "/io/result.json")
                 result = json.loads(data) if data is not None else None
         return RunOutcome(engine.signal_status(code), result, stderr, wall, timed_out)
+
+    def _workload_volume(self, spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The workload's volume, filled the first time this runtime is asked for it (its
+        files are read once a session, not once a process), and the spec pointing into it."""
+        key = json.dumps(spec, sort_keys=True)
+        if key not in self._volumes:
+            assert self.image is not None
+            name, data, moved = workload_volume(spec)
+            engine.filled_volume(name, self.image, data, {"org.tfbuild": "workload"})
+            self._volumes[key] = (name, moved)
+        return self._volumes[key]
 
     def _session_label(self) -> dict[str, str]:
         return {"org.tfbuild.session": self.session} if self.session else {}

@@ -22,9 +22,9 @@ from tfbuild.bench.workload import (
     resolve,
     suite_entries,
 )
-from tfbuild.engine import tar_of
 from tfbuild.errors import WorkloadError
 from tfbuild.runtime.base import workload_files
+from tfbuild.runtime.container import workload_volume
 
 
 def savedmodel(folder: Path) -> Path:
@@ -135,26 +135,32 @@ def test_a_path_that_is_no_model_stops_the_session_before_anything_installs(
     assert not (tmp_path / "r").exists() or not list((tmp_path / "r").iterdir())
 
 
-def test_a_container_gets_the_model_read_only_under_io(tmp_path: Path) -> None:
+def test_a_container_gets_the_model_in_a_volume_named_by_its_contents(tmp_path: Path) -> None:
+    """The workload's volume: its files read-only and root's (folders 0555), the payload's
+    spec pointing under /io/workload, and a name that follows the contents: the same files
+    elsewhere name the same volume (filled once, found again), changed ones another."""
     model = savedmodel(tmp_path / "sm")
     inputs = tmp_path / "in.npz"
     inputs.write_bytes(b"npz")
     spec = payload_spec(resolve(WorkloadRequest(path=model)))
     spec["inputs"] = str(inputs)
-    files, moved = workload_files(spec, "workload")
-    assert moved["path"] == "workload/model" and moved["inputs"] == "workload/inputs.npz"
-    assert sorted(files) == [
-        "workload/inputs.npz",
-        "workload/model/saved_model.pb",
-        "workload/model/variables/variables.index",
-    ]
-    with tarfile.open(fileobj=io.BytesIO(tar_of({"config.json": (b"{}", 1000)}, files))) as tar:
+    name, data, moved = workload_volume(spec)
+    assert moved["path"] == "/io/workload/model" and moved["inputs"] == "/io/workload/inputs.npz"
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         members = {m.name: m for m in tar.getmembers()}
-    assert members["config.json"].uid == 1000
-    for name in files:
-        assert (members[name].mode, members[name].uid) == (0o444, 0), name
-    for folder in ("workload", "workload/model", "workload/model/variables"):
+    files = ["inputs.npz", "model/saved_model.pb", "model/variables/variables.index"]
+    assert sorted(m for m in members if members[m].isfile()) == files
+    for f in files:
+        assert (members[f].mode, members[f].uid) == (0o444, 0), f
+    for folder in ("model", "model/variables"):
         assert members[folder].isdir() and members[folder].mode == 0o555, folder
+    shutil.copytree(tmp_path / "sm", tmp_path / "elsewhere" / "sm")
+    shutil.copy(inputs, tmp_path / "elsewhere" / "in.npz")
+    again = payload_spec(resolve(WorkloadRequest(path=tmp_path / "elsewhere" / "sm")))
+    again["inputs"] = str(tmp_path / "elsewhere" / "in.npz")
+    assert workload_volume(again)[0] == name and name.startswith("tfbuild-workload-")
+    (tmp_path / "elsewhere" / "in.npz").write_bytes(b"other")
+    assert workload_volume(again)[0] != name
 
 
 def test_a_resumed_session_refuses_a_model_that_changed(tmp_path: Path) -> None:
