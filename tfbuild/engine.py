@@ -199,8 +199,9 @@ def build_image(
     return str(image_id or info["id"])
 
 
-def ensure_volume(name: str) -> str:
-    """A named volume (created if missing), or an absolute host path used as is."""
+def ensure_volume(name: str, labels: Mapping[str, str] | None = None) -> str:
+    """A named volume (created with `labels` if missing), or an absolute host path used as
+    is."""
     if name.startswith("/"):
         Path(name).mkdir(parents=True, exist_ok=True)
         return name
@@ -209,7 +210,7 @@ def ensure_volume(name: str) -> str:
     try:
         client().volumes.get(name)
     except NotFound:
-        client().volumes.create(name, labels={"org.tfbuild": "bazel-cache"})
+        client().volumes.create(name, labels=dict(labels or {"org.tfbuild": "bazel-cache"}))
     return name
 
 
@@ -222,14 +223,7 @@ def filled_volume(name: str, image: str, data: bytes, labels: Mapping[str, str])
     never starts (so the engine may be another machine); True when it was filled now. Name it
     by its contents: a volume of that name already filled is taken as it is, one whose fill
     was cut short (no FILLED marker) is filled again."""
-    from docker.errors import NotFound
-    from docker.types import Mount
-
-    try:
-        client().volumes.get(name)
-    except NotFound:
-        client().volumes.create(name, labels=dict(labels))
-    mount = Mount(target="/fill", source=name, type="volume")
+    mount = volume_at(ensure_volume(name, labels), "/fill", read_only=False)
     with container(image, ["true"], mounts=[mount], network_mode="none") as created:
         if read_file(created, f"/fill/{FILLED}") is not None:
             return False

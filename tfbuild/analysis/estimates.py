@@ -280,8 +280,18 @@ def aa_control(
     `alpha` spent by then; None without a copy or before two rounds."""
     if setup.aa is None:
         return None
-    d = differences(logs, setup.aa, (setup.baseline,), benchmarks, setup.timeline.last)
+    d = aa_rounds(setup, logs, benchmarks, setup.timeline.last)
     return estimate(setup.aa, name, d, setup.level(alpha, setup.aa), margin)
+
+
+def aa_rounds(
+    setup: Setup, logs: Rounds, benchmarks: Sequence[str], upto: int | None
+) -> list[float]:
+    """The A/A control's per-round log ratios (the copy against the baseline process alone),
+    before round `upto`; none without a copy."""
+    if setup.aa is None:
+        return []
+    return differences(logs, setup.aa, (setup.baseline,), benchmarks, upto)
 
 
 def aa_too_wide(aa: Estimate | None, margin: float) -> bool:
@@ -299,7 +309,7 @@ def noise_margin(
     log ratio to the baseline, over sqrt(2); never below 2 %."""
     if setup.aa is None:
         return MIN_MARGIN
-    d = differences(logs, setup.aa, (setup.baseline,), benchmarks, upto)
+    d = aa_rounds(setup, logs, benchmarks, upto)
     spread = stats.trimmed(d).sd / math.sqrt(2.0) if len(d) >= 2 else math.nan
     return max(MIN_MARGIN, stats.expm1(spread)) if math.isfinite(spread) else MIN_MARGIN
 

@@ -112,6 +112,9 @@ class SequentialLooks:
         gone = {c.config for c in out}
         lead = [c for c in look.leading if c != baseline and c not in gone]
         fit = setup.rules < 3 or not aa_too_wide(look.aa, look.margin)
+        judged = dict(look.estimates)  # the configs', and the A/A control's under its key
+        if aa and look.aa:
+            judged[aa] = look.aa
         left: int | None = None
         if (
             self.forecast
@@ -132,7 +135,7 @@ class SequentialLooks:
             margin=look.margin,
             estimates={
                 c: model.LookEstimate(ratio=e.ratio, low=e.low, high=e.high, rounds=e.rounds)
-                for c, e in [*look.estimates.items(), *([(aa, look.aa)] if aa and look.aa else [])]
+                for c, e in judged.items()
                 if c in active
             },
             rounds_left=left,

@@ -27,6 +27,7 @@ from tfbuild.analysis.estimates import (
     SPLIT,
     Estimate,
     Setup,
+    aa_rounds,
     ranking_locations,
 )
 from tfbuild.analysis.rounds import Rounds, differences
@@ -409,9 +410,7 @@ def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) 
 
 def _control(setup: Setup, logs: Rounds) -> Control | None:
     """The session's A/A control as the planner continues it."""
-    if setup.aa is None:
-        return None
-    d = differences(logs, setup.aa, (setup.baseline,), setup.benchmarks, setup.timeline.last)
+    d = aa_rounds(setup, logs, setup.benchmarks, setup.timeline.last)
     if len(d) < 2:
         return None
     return Control(tuple(d), statistics.variance(d))
