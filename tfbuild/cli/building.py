@@ -164,6 +164,9 @@ def build(
         if sets and not (only or skip or settings.build_all):  # `--with SET` alone: that set
             only = tuple(glob.escape(v) for v in matrix.opted_in(sets))
         chosen = list(dict.fromkeys(v for v, _ in select(matrix, only, skip, sets)))
+    for v in chosen:
+        if v.name in matrix.notes:
+            click.echo(f"note: {matrix.notes[v.name]}", err=True)
     exact = [glob.escape(v.name) for v in chosen]
     plan = make_plan(matrix, build_target(settings.host), only=exact)
     planned = [plan.planned(v.name) for v in chosen]

@@ -125,7 +125,8 @@ TENSORFLOW_OPTION = click.option(
     "--tensorflow",
     metavar="X.Y.Z",
     help="Build this TensorFlow release for the source variants that do not pin their own "
-    "(replaces defaults.tensorflow; a new release).",
+    "(replaces defaults.tensorflow; a new release); one asking for a --config it dropped "
+    "keeps defaults.tensorflow, said in a note.",
 )
 HOST_KEY_OPTION = click.option(
     "--host-key",

@@ -145,4 +145,8 @@ def session_plan(
         note=note,
     )
     where = runtimes_for(matrix, target, wanted.runtime, image_probe(engine_status))
-    return make_plan(matrix, target, selection.only, selection.skip, where, opt_in=selection.opt_in)
+    plan = make_plan(matrix, target, selection.only, selection.skip, where, opt_in=selection.opt_in)
+    for pv in plan.variants:
+        if pv.variant.name in matrix.notes:
+            note(matrix.notes[pv.variant.name])
+    return plan

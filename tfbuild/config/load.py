@@ -42,7 +42,8 @@ from tfbuild.errors import MatrixError, Problem, UsageError
 def parse_matrix(text: str, file: str, base_dir: Path, tensorflow: str | None = None) -> Matrix:
     """Validate matrix text; raises MatrixError listing every problem with its position.
     `tensorflow` replaces defaults.tensorflow (`--tensorflow`: a new release): the source
-    variants that do not pin their own release are read, and checked, for it."""
+    variants that do not pin their own release are read, and checked, for it, except those
+    asking for a --config it dropped (they keep the declared release, in the matrix's notes)."""
     ctx = Ctx(file=file, base_dir=base_dir)
     root = compose(ctx, text)
     if root is None:
@@ -62,7 +63,9 @@ def parse_matrix(text: str, file: str, base_dir: Path, tensorflow: str | None = 
     if (n := top.get("schema_version")) is not None:
         integer(ctx, n, "schema_version", SCHEMA_VERSION, SCHEMA_VERSION)
     defaults = read_defaults(ctx, top.get("defaults"))
+    declared = None
     if tensorflow is not None:
+        declared = defaults.tensorflow
         defaults = _override_tensorflow(defaults, tensorflow)
 
     def entries(key: str) -> list[yaml.Node]:
@@ -80,7 +83,7 @@ def parse_matrix(text: str, file: str, base_dir: Path, tensorflow: str | None = 
     variant_nodes = entries("variants")
     variants, vnodes = [], []
     for i, n in enumerate(variant_nodes):
-        v = read_variant(ctx, n, f"variants[{i}]", defaults)
+        v = read_variant(ctx, n, f"variants[{i}]", defaults, declared)
         if v is not None:
             variants.append(v)
             vnodes.append(n)
@@ -112,6 +115,7 @@ def parse_matrix(text: str, file: str, base_dir: Path, tensorflow: str | None = 
         suite=suite,
         baseline=baseline,
         opt_in=opt_in,
+        notes=dict(ctx.notes),
     )
 
 

@@ -235,6 +235,9 @@ class Matrix:
     suite: Suite
     baseline: Baseline
     opt_in: tuple[OptIn, ...] = ()
+    notes: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """variant name -> what reading the matrix did to it that a person should know (kept on
+    the declared release by --tensorflow): said by the commands that build or run it."""
 
     @property
     def left_out(self) -> frozenset[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tfbuild.config.values import TF_VERSION_RE
@@ -20,6 +20,23 @@ def floor_flags(version: str | None) -> tuple[str, ...]:
     AVX, and F16C from 2.21 on (tfbuild/data/tensorflow.yaml `floor`)."""
     release = tf_release(version) if version else None
     return tuple(release.get("floor", ("avx",))) if release else ("avx",)
+
+
+def lacking_config(configs: Sequence[str], version: str) -> tuple[str, str] | None:
+    """The first of `configs` (bazel --config names) that release `version`'s .bazelrc does not
+    define, with the releases that do ("from 2.x", "up to 2.y"); None when it defines them all
+    (tfbuild/data/tensorflow.yaml `configs`)."""
+    known = load_table("tensorflow")["configs"]
+    minor = version_tuple(".".join(version.split(".")[:2]))
+    for name in configs:
+        span = known.get(name, {})
+        since, until = span.get("since"), span.get("until")
+        if (since and minor < version_tuple(since)) or (until and minor > version_tuple(until)):
+            limits = " ".join(
+                part for part in (since and f"from {since}", until and f"up to {until}") if part
+            )
+            return name, limits
+    return None
 
 
 def has_recipe(version: str) -> bool:

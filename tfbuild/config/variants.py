@@ -19,7 +19,12 @@ from tfbuild.config.model import (
     Variant,
     Where,
 )
-from tfbuild.config.tensorflow import accepted_releases, tf_release, version_tuple
+from tfbuild.config.tensorflow import (
+    accepted_releases,
+    lacking_config,
+    tf_release,
+    version_tuple,
+)
 from tfbuild.config.values import (
     CC_NUMBER_RE,
     CC_RE,
@@ -84,7 +89,13 @@ def _pinned_version(req: Requirement) -> str | None:
     return pins[0] if len(pins) == 1 and "*" not in pins[0] else None
 
 
-def read_variant(ctx: Ctx, node: yaml.Node, where: str, defaults: Defaults) -> Variant | None:
+def read_variant(
+    ctx: Ctx, node: yaml.Node, where: str, defaults: Defaults, declared: str | None = None
+) -> Variant | None:
+    """One entry of `variants`. `declared` is the matrix's own defaults.tensorflow when
+    --tensorflow replaced it in `defaults`: a source variant that follows the defaults and asks
+    for a --config the new release dropped builds the declared release instead, said in a
+    note (the nightly's new release must not refuse a variant the matrix can still build)."""
     m = as_mapping(ctx, node, where)
     if m is None:
         return None
@@ -126,7 +137,19 @@ def read_variant(ctx: Ctx, node: yaml.Node, where: str, defaults: Defaults) -> V
     fields: dict[str, Any] = {}
     if source == "bazel":
         tensorflow = tensorflow or defaults.tensorflow
+        before = len(ctx.problems)
         fields = _read_bazel_variant(ctx, m, tensorflow, python, tf_node)
+        follows = tf_node is None or getattr(tf_node, "value", None) == "defaults"
+        if follows and declared and declared != tensorflow and len(ctx.problems) == before:
+            dropped = lacking_config(fields["configs"], tensorflow)
+            if dropped and not lacking_config(fields["configs"], declared):
+                ctx.notes[name] = (
+                    f"variant {name!r}: TensorFlow {tensorflow} (--tensorflow) has no "
+                    f"--config={dropped[0]} (its .bazelrc defines it {dropped[1]}): it builds "
+                    f"{declared}, the matrix's defaults.tensorflow"
+                )
+                tensorflow = declared
+                fields = _read_bazel_variant(ctx, m, tensorflow, python, tf_node)
     elif source == "pypi":
         req_node = m.get("requirement")
         if req_node is None:

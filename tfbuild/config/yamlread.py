@@ -23,6 +23,9 @@ class Ctx:
     file: str
     base_dir: Path
     problems: list[Problem] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)
+    """variant name -> what reading it did that a person should know, though nothing is
+    wrong."""
 
     def error(self, node: yaml.Node, message: str) -> None:
         mark = node.start_mark

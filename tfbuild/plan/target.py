@@ -10,7 +10,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tfbuild.config.model import Cuda, Variant
-from tfbuild.config.tensorflow import floor_flags, version_tuple
+from tfbuild.config.tensorflow import floor_flags, lacking_config
 from tfbuild.machine import cpu
 from tfbuild.machine.gpu import runs_on
 from tfbuild.machine.profile import GpuInfo, HostProfile
@@ -129,23 +129,18 @@ def config_refusal(variant: Variant) -> str | None:
     """Why a source variant asks for a --config its TensorFlow release does not define, and
     what to use instead (tfbuild/data/tensorflow.yaml `configs`); None when every one is
     defined. The tree's own .bazelrc has the last word: the preflight reads it before bazel."""
-    if variant.source != "bazel" or not variant.tf_minor:
+    if variant.source != "bazel" or not variant.tensorflow:
         return None
-    known = load_table("tensorflow")["configs"]
-    minor = version_tuple(variant.tf_minor)
-    for name in variant.configs:
-        span = known.get(name, {})
-        since, until = span.get("since"), span.get("until")
-        if (since and minor < version_tuple(since)) or (until and minor > version_tuple(until)):
-            limits = " ".join(
-                part for part in (since and f"from {since}", until and f"up to {until}") if part
-            )
-            instead = f": {span['instead']}" if span.get("instead") else ""
-            return (
-                f"variant {variant.name!r}: TensorFlow {variant.tensorflow} has no "
-                f"--config={name} (its .bazelrc defines it {limits}){instead}"
-            )
-    return None
+    lacking = lacking_config(variant.configs, variant.tensorflow)
+    if lacking is None:
+        return None
+    name, limits = lacking
+    span = load_table("tensorflow")["configs"].get(name, {})
+    instead = f": {span['instead']}" if span.get("instead") else ""
+    return (
+        f"variant {variant.name!r}: TensorFlow {variant.tensorflow} has no "
+        f"--config={name} (its .bazelrc defines it {limits}){instead}"
+    )
 
 
 def _major(capability: str) -> int:

@@ -44,3 +44,23 @@ def test_tensorflow_release_override(tmp_path: Path) -> None:
     assert proc.returncode == 64
     assert "--tensorflow '2.99.0': no build recipe for this release" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_new_release_builds_mkl_from_the_last_release_that_has_it() -> None:
+    """The nightly's build step for a new release without --config=mkl (2.22.0): the default
+    matrix's mkl-avx2 renders TensorFlow 2.21.0 with --config=mkl, said on stderr, instead of
+    being refused; avx2-fma renders the new release."""
+    proc = run_tfbuild("build", "--variant", "mkl-avx2", "--tensorflow", "2.22.0", "--dry-run",
+                       cwd=REPO)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "TensorFlow 2.21.0, hermetic_cc era" in proc.stdout
+    command = proc.stdout.split("bazel command =====\n", 1)[1].splitlines()[0]
+    assert "--config=mkl " in command
+    assert (
+        "note: variant 'mkl-avx2': TensorFlow 2.22.0 (--tensorflow) has no --config=mkl (its "
+        ".bazelrc defines it up to 2.21): it builds 2.21.0, the matrix's defaults.tensorflow"
+    ) in proc.stderr
+    other = run_tfbuild("build", "--variant", "avx2-fma", "--tensorflow", "2.22.0", "--dry-run",
+                        cwd=REPO)  # fmt: skip
+    assert other.returncode == 0, other.stderr
+    assert "TensorFlow 2.22.0, hermetic_cc era" in other.stdout and "note:" not in other.stderr

@@ -501,3 +501,34 @@ def test_a_prebuilt_baseline_follows_the_release_the_source_builds_use() -> None
     (problem,) = problems(FOLLOWS.replace('"tensorflow-cpu[and-cuda]"', "tensorflow-cpu==2.20.0"))
     assert "disagrees with the requirement's pin (got '2.21.0'; the requirement pins '2.20.0')" \
         in problem  # fmt: skip
+
+
+DROPPED = """\
+defaults: {tensorflow: "2.21.0"}
+variants:
+  - {name: mkl, source: bazel, configs: [mkl]}
+  - {name: mkl-defaults, source: bazel, configs: [mkl], tensorflow: defaults}
+  - {name: mkl-pinned, source: bazel, configs: [mkl], tensorflow: 2.22.0rc0}
+  - {name: plain, source: bazel, configs: [monolithic]}
+"""
+
+
+def test_a_new_release_leaves_a_variant_whose_config_it_dropped_on_the_declared_one() -> None:
+    """--tensorflow 2.22 (the nightly's new release) moves the source builds, but one asking
+    for --config=mkl, which 2.22 dropped, keeps defaults.tensorflow and a note says so; a
+    variant pinned to 2.22 itself is left to the plan's refusal, and so is one whose declared
+    release lacks the config too."""
+    moved = parse_matrix(DROPPED, "matrix.yaml", Path("/srv"), "2.22.0rc0")
+    got = {v.name: v.tensorflow for v in moved.variants}
+    assert got == {"mkl": "2.21.0", "mkl-defaults": "2.21.0", "mkl-pinned": "2.22.0rc0",
+                   "plain": "2.22.0rc0"}  # fmt: skip
+    assert [v.id for v in moved.variants][:2] == ["tf2.21-py3.11-mkl", "tf2.21-py3.11-mkl-defaults"]
+    assert moved.notes == {
+        name: f"variant {name!r}: TensorFlow 2.22.0rc0 (--tensorflow) has no --config=mkl (its "
+        ".bazelrc defines it up to 2.21): it builds 2.21.0, the matrix's defaults.tensorflow"
+        for name in ("mkl", "mkl-defaults")
+    }
+    assert parse(DROPPED).notes == {}
+    later = DROPPED.replace('"2.21.0"', '"2.22.0rc0"')
+    stays = parse_matrix(later, "matrix.yaml", Path("/srv"), "2.22.0rc0")
+    assert {v.tensorflow for v in stays.variants} == {"2.22.0rc0"} and stays.notes == {}
