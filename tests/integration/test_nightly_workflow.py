@@ -2,8 +2,11 @@
 container that holds only what GitHub's hosted Ubuntu 24.04 runner image lists
 (support/runner.py): plan -> build (the toy recipe, for real, on the Docker engine, from a base
 image pulled by digest) -> bench on two runner classes -> compare and the regression gate, with
-artifacts and caches as folders. A step that calls a command the runner image does not have
-fails, as the base-image step generated before did (it made the image with debootstrap).
+artifacts and caches as folders. The plan finds a newer release than the toy matrix's 2.17.1;
+its avx2-fma variant asks for --config=noaws, which TensorFlow dropped after 2.17, so it keeps
+building 2.17.1 (as mkl-avx2 keeps 2.21 once 2.22 is out) while the others move. A step
+that calls a command the runner image does not have fails, as the base-image step generated
+before did (it made the image with debootstrap).
 
 Stand-ins, because they cannot run here: GitHub itself (support/ghactions.py), the runner image
 (a container of the Debian base image whose PATH holds only the listed commands; see
@@ -104,8 +107,10 @@ def repository(tmp_path_factory: pytest.TempPathFactory, pinned: str, replay_bas
     matrix = matrix.replace(
         "  - {name: avx512, source: bazel, cpu_flags: [avx512f]}\n",
         "  - {name: tuned, source: bazel, march: host}\n",
-    )
-    assert "name: tuned" in matrix
+    ).replace("cpu_flags: [avx2, fma]}", "cpu_flags: [avx2, fma], configs: [noaws]}")
+    assert "name: tuned" in matrix and "configs: [noaws]" in matrix
+    with (toy / "src" / ".bazelrc").open("a") as bazelrc:  # as TensorFlow's up to 2.17
+        bazelrc.write("build:noaws --define=no_aws_support=true\n")
     images = '  base_images: {build: "tfbuild/base:bookworm", runtime: "tfbuild/base:bookworm"}\n'
     assert images in matrix
     matrix = matrix.replace(
@@ -304,7 +309,14 @@ def test_nightly_workflow_replayed(
         artifact = first.root / "artifacts" / f"wheel-{b.matrix['for']}-{b.matrix['variant']}"
         (manifest_path,) = artifact.glob("*/manifest.json")
         manifest = json.loads(manifest_path.read_text())
-        assert manifest["tensorflow"] == release  # the release the plan found, not 2.17.1
+        if b.matrix["variant"] == "avx2-fma":  # --config=noaws: gone after 2.17, so it stays
+            assert manifest["tensorflow"] == "2.17.1" and manifest["configs"] == ["noaws"]
+            assert "--config=noaws" in manifest["bazel_command"]
+            assert f"note: variant 'avx2-fma': TensorFlow {release} (--tensorflow) has no " \
+                "--config=noaws (its .bazelrc defines it up to 2.17): it builds 2.17.1" \
+                in b.step("Build").output  # fmt: skip
+        else:
+            assert manifest["tensorflow"] == release  # the release the plan found, not 2.17.1
         if b.matrix["variant"] == "tuned":
             assert f"-march={MARCH[b.matrix['for']]}" in manifest["copts"], manifest["copts"]
     benches = first.job("bench")
@@ -319,7 +331,7 @@ def test_nightly_workflow_replayed(
         (tuned,) = folder.glob("*-tuned/manifest.json")
         assert f"-march={MARCH[runner]}" in json.loads(tuned.read_text())["copts"]
         assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == [
-            f"tf{minor}-py3.11-avx2-fma", f"tf{minor}-py3.11-tuned"
+            "tf2.17-py3.11-avx2-fma", f"tf{minor}-py3.11-tuned"
         ]  # fmt: skip
     (compare,) = first.job("compare")
     assert compare.ok, _log([compare])
