@@ -392,11 +392,11 @@ def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) 
     like this one going on (the planner behind a running session's ETA); None if fewer than
     half are by the horizon."""
     schedule, horizon = setup.design.schedule, setup.design.horizon
+    if not schedule or horizon is None:
+        return None
     found = forecast_of(setup, logs, lead, going_on=True, bound=stats.GENEROUS)
     control = _control(setup, logs) if setup.rules >= 3 else None
-    if not schedule or horizon is None or found is None:
-        return None
-    if not found[1] and control is None:
+    if found is None or (not found[1] and control is None):
         return None
     alpha = setup.against_baseline(SPLIT["ranking"])
     now = setup.timeline.last

@@ -120,7 +120,8 @@ def read_variant(
         python = matched(ctx, n, m.path("python"), PY_VERSION_RE, "a version like 3.11") or python
     tf_node = m.get("tensorflow")
     tensorflow = None
-    if tf_node is not None and getattr(tf_node, "value", None) == "defaults":
+    follows = tf_node is None or getattr(tf_node, "value", None) == "defaults"
+    if tf_node is not None and follows:
         tensorflow = defaults.tensorflow  # follows defaults.tensorflow (and --tensorflow)
     elif tf_node is not None:
         expected = "a release like 2.17.1, or defaults (defaults.tensorflow)"
@@ -139,7 +140,6 @@ def read_variant(
         tensorflow = tensorflow or defaults.tensorflow
         before = len(ctx.problems)
         fields = _read_bazel_variant(ctx, m, tensorflow, python, tf_node)
-        follows = tf_node is None or getattr(tf_node, "value", None) == "defaults"
         if follows and declared and declared != tensorflow and len(ctx.problems) == before:
             dropped = lacking_config(fields["configs"], tensorflow)
             if dropped and not lacking_config(fields["configs"], declared):

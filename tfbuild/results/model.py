@@ -357,8 +357,9 @@ class Workload:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["shapes"] = {k: list(v) for k, v in self.shapes.items()}
-        data["files"] = list(self.files)
-        if not self.files:
+        if self.files:
+            data["files"] = list(self.files)
+        else:
             del data["files"]
         return data
 

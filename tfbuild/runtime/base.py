@@ -50,7 +50,7 @@ def workload_files(spec: Mapping[str, Any], folder: str) -> tuple[dict[str, byte
         if key == "path" and not script:
             target += source.suffix
         _add(files, source, target)
-        for beside in spec.get("files") or () if script else ():
+        for beside in (spec.get("files") or ()) if script else ():
             _add(files, source.parent / beside, f"{folder}/{beside}")
         moved[key] = target
     return files, moved
