@@ -18,7 +18,7 @@ from tfbuild.analysis.report import HostReport, analyse_host
 from tfbuild.analysis.sessions import Session
 from tfbuild.bench.schedule import Schedule
 from tfbuild.bench.session import add_aa
-from tfbuild.progress import QuietReporter
+from tfbuild.progress import QuietReporter, Reporter
 from tfbuild.results.codec import load, run_json
 from tfbuild.results.model import (
     Baseline,
@@ -160,9 +160,11 @@ def replay_session(
     effects: Mapping[str, float] | None = None,
     runs: Sequence[Run] | None = None,
     forecast: bool = False,
+    reporter: Reporter | None = None,
 ) -> Results:
     """Run the session's own rounds on replayed processes; returns the finished results. Its
-    looks forecast the rounds left (the ETA, which decides nothing) only with `forecast`."""
+    looks forecast the rounds left (the ETA, which decides nothing) only with `forecast`; what
+    the session says goes to `reporter` (nowhere when None)."""
     rng = random.Random(seed)
     runs = runs if runs is not None else pool()
     results = add_aa(session(configs, design, seed))
@@ -172,7 +174,8 @@ def replay_session(
         for variant in results.variants or {}
     }
     looks = SequentialLooks(forecast)
-    schedule = Schedule(results, runtimes, QuietReporter(), lambda r: r, clock, looks)
+    told = reporter or QuietReporter()
+    schedule = Schedule(results, runtimes, told, lambda r: r, clock, looks)
     return schedule.run()
 
 

@@ -13,6 +13,7 @@ from typing import TypeVar
 from tfbuild import stats
 from tfbuild.analysis.rounds import Rounds, differences
 from tfbuild.analysis.sessions import Timeline
+from tfbuild.results import model
 from tfbuild.results.model import DECISIONS, Design, Results
 
 K = TypeVar("K")
@@ -326,13 +327,14 @@ def final_timeline(
 ) -> tuple[Timeline, dict[str, int], list[str]]:
     """When each comparison of a session is judged, at the end: a fixed design at its one
     look; a sequential one at the looks it took, a config stopped early at the look that
-    stopped it, and, when the session ended on its budget or horizon rather than on the data,
-    a last look at the final round that spends what alpha is left."""
+    stopped it (put out, or rested), and, when the session ended on its budget or horizon
+    rather than on the data, a last look at the final round that spends what alpha is left."""
     if not design.sequential:
         return Timeline((rounds,)), {}, []
     looks = results.looks or ()
     taken = [look.round for look in looks]
     at = {e.config: look.round for look in looks for e in look.eliminated}
+    at.update(rested_at(looks))
     stop = results.session.stop.reason if results.session.stop else None
     notes: list[str] = []
     if stop in ("budget", "max_rounds", "fixed"):
@@ -351,6 +353,12 @@ def final_timeline(
             "claims until then"
         )
     return Timeline(tuple(taken), design.horizon, rules=design.decisions), at, notes
+
+
+def rested_at(looks: Sequence[model.Look] | None) -> dict[str, int]:
+    """config -> the look it rested at (rules 4: resolved to the target while another leading
+    config was not): from then on it runs no more rounds and is judged there."""
+    return {c: look.round for look in looks or () for c in look.rested}
 
 
 def make_setup(

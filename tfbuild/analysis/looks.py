@@ -21,6 +21,7 @@ from tfbuild.analysis.estimates import (
     out_claims,
     ranking_estimates,
     resolution,
+    rested_at,
 )
 from tfbuild.analysis.power import rounds_left
 from tfbuild.analysis.rounds import Rounds
@@ -82,8 +83,9 @@ def compared(results: Results) -> list[str]:
 class SequentialLooks:
     """The looks of a sequential bench session, handed to it as its Looker: after a scheduled
     round, which configs cannot be the fastest (each stopped with the strongest claim about
-    it), the leading tier, its resolution and the rounds it would take to reach the target.
-    Keeps the per-round values of the runs it has seen, so each look adds only the new ones.
+    it), which leading configs rest (known to the target while another is not), the leading
+    tier, its resolution and the rounds it would take to reach the target. Keeps the
+    per-round values of the runs it has seen, so each look adds only the new ones.
     Without `forecast` a look leaves the rounds left out: they decide nothing (they are the
     ETA a person reads), and their simulation is most of a look's cost when sessions are
     replayed by the thousand or re-decided after the fact (`tfbuild replay`)."""
@@ -103,14 +105,17 @@ class SequentialLooks:
         baseline, aa = results.baseline.config, results.baseline.aa_config
         looks = tuple(n for n in design.schedule if n <= round_)
         timeline = Timeline(looks, design.horizon, rules=design.decisions)
-        setup = make_setup(results, compared(results), self.rounds, design, aa, timeline)
-        look = take_look(setup, self.rounds, active, round_)
+        rested = rested_at(results.looks)
+        setup = make_setup(results, compared(results), self.rounds, design, aa, timeline, rested)
+        look = take_look(setup, self.rounds, [*active, *rested], round_)
         strongest: dict[str, Out] = {}
         for claim in look.out:  # the strongest claim about each config comes first
             strongest.setdefault(claim.config, claim)
         out = [c for k, c in strongest.items() if k in active and k not in (baseline, aa)]
         gone = {c.config for c in out}
-        lead = [c for c in look.leading if c != baseline and c not in gone]
+        lead = [c for c in look.leading if c not in (baseline, *gone, *rested)]
+        resting = _resting(setup, look, lead, design.resolve)
+        lead = [c for c in lead if c not in resting]
         fit = setup.rules < 3 or not aa_too_wide(look.aa, look.margin)
         judged = dict(look.estimates)  # the configs', and the A/A control's under its key
         if aa and look.aa:
@@ -140,4 +145,17 @@ class SequentialLooks:
             },
             rounds_left=left,
             aa_fit=fit,
+            rested=tuple(resting),
         )
+
+
+def _resting(setup: Setup, look: Look, lead: Sequence[str], target: float | None) -> list[str]:
+    """The leading configs still running that rest at this look (rules 4): those whose interval
+    against the baseline is within the target, while another one's is not. A config resolved
+    to the target needs no more rounds: its interval holds at every look (alpha spending), so
+    it is judged here, and the rounds go to the configs the session still waits for. When all
+    of them are resolved none rests: the session stops, or runs on for its A/A control."""
+    if setup.rules < 4 or target is None:
+        return []
+    done = [c for c in lead if c in look.estimates and look.estimates[c].half_width <= target]
+    return done if len(done) < len(lead) else []

@@ -68,6 +68,7 @@ from tfbuild.analysis.estimates import (
     out_claims,
     ranking_estimates,
     resolution,
+    rested_at,
     tiers,
 )
 from tfbuild.analysis.looks import take_look
@@ -380,11 +381,12 @@ def _replay(
     for k, look in enumerate(recorded):
         rounds = tuple(x.round for x in recorded[: k + 1])
         timeline = Timeline(rounds, setup.design.horizon, rules=setup.design.decisions)
-        at_look = replace(setup, timeline=timeline, at={})
-        replayed = take_look(at_look, logs, look.active, look.round)
-        claims += replayed.out
+        rested = rested_at(recorded[:k])
+        at_look = replace(setup, timeline=timeline, at=rested)
+        replayed = take_look(at_look, logs, [*look.active, *rested], look.round)
+        claims += [c for c in replayed.out if c.config not in rested]
         mine = sorted(e.config for e in look.eliminated)
-        always = {setup.baseline, setup.aa}
+        always = {setup.baseline, setup.aa, *rested}
         again = sorted({c.config for c in replayed.out} - always)
         if mine != again:
             problems.append(

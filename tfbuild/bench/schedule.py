@@ -93,7 +93,7 @@ class Schedule:
         runnable = [c.key for c in results.configs if c.variant in ready]
         self.active = list(runnable)
         for look in results.looks or ():
-            out = {e.config for e in look.eliminated}
+            out = {e.config for e in look.eliminated}.union(look.rested)
             self.active = [c for c in self.active if c not in out]
 
     @property
@@ -221,12 +221,18 @@ class Schedule:
         look = self.looker(self.results, self.active, r, self.clock())
         self.results = replace(self.results, looks=(*(self.results.looks or ()), look))
         out = {e.config for e in look.eliminated}
-        self.active = [c for c in self.active if c not in out]
+        self.active = [c for c in self.active if c not in out and c not in look.rested]
         lead = [c for c in look.leading if c != baseline and c not in out]
         for e in look.eliminated:
             self.reporter.note(
                 f"out after round {r}: {e.config} trails {e.slower_than} ({e.ratio:.3f}x paired "
                 "by round, beyond the one-sided bound); the configs left still hold the fastest"
+            )
+        for c in look.rested:
+            self.reporter.note(
+                f"resting after round {r}: {c} is known to the target "
+                f"{half_width(design.resolve)}: it runs no more rounds and stays in the leading "
+                "tier, judged at this look"
             )
         if not lead:
             summary = f"only the baseline {baseline} can be the fastest"

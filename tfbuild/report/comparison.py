@@ -204,7 +204,12 @@ LOOK_HEADER = ["after round", "running", "leading tier", "resolved to", "margin"
 def look_rows(r: HostReport) -> list[list[str]]:
     rows = []
     for look in r.looks:
-        out = "; ".join(f"{e.config} (trails {e.slower_than})" for e in look.eliminated)
+        out = "; ".join(
+            [
+                *(f"{e.config} (trails {e.slower_than})" for e in look.eliminated),
+                *(f"{c} (rests, known to the target)" for c in look.rested),
+            ]
+        )
         rows.append(
             [
                 str(look.round),
@@ -283,6 +288,17 @@ def out_lines(r: HostReport, everything: bool = False) -> list[str]:
         behind = f"trailing {than}" if than else "no claim recorded"
         lines.append(f"  {after}{behind}: {', '.join(items)}")
     return lines
+
+
+def rest_lines(r: HostReport) -> list[str]:
+    """The leading configs that rested (known to the target while another was not), one line
+    per look: why their rounds stop short of the session's."""
+    return [
+        f"Rested after round {look.round}, known to the target before the rest of the leading "
+        f"tier (judged there): {', '.join(look.rested)}"
+        for look in r.looks
+        if look.rested
+    ]
 
 
 def throughput(value: float | None) -> str:
@@ -449,6 +465,8 @@ def compare_markdown(reports: Sequence[HostReport], everything: bool = False) ->
         lines += md_table(ranking_columns(r, everything), rows)
         if out := out_lines(r, everything):
             lines += ["", out[0], "", *(f"- {line.strip()}" for line in out[1:])]
+        if rested := rest_lines(r):
+            lines += ["", *rested]
         header, rows, _ = bench_table(r, shown_configs(r, everything))
         lines += ["", "### Per benchmark", "", bench_title(r) + ".", ""]
         lines += md_table(header, [[f"`{row[0]}`", *row[1:]] for row in rows])

@@ -35,6 +35,7 @@ from tfbuild.report.comparison import (
     out_lines,
     ranking_columns,
     ranking_table_rows,
+    rest_lines,
     shown_configs,
 )
 
@@ -149,6 +150,8 @@ def compare_view(
             parts.append(Text(f"replay: {problem}", style="red"))
         parts.append(_ranking(r, everything))
         if lines := out_lines(r, everything):
+            parts.append(Text("\n".join(lines)))
+        if lines := rest_lines(r):
             parts.append(Text("\n".join(lines)))
         parts.extend(_per_benchmark(r, everything, width))
         if r.looks:

@@ -37,6 +37,7 @@ def summary(r: Replayed) -> dict[str, Any]:
                     "round": look.round,
                     "running": len(look.active),
                     "put_out": [e.config for e in look.eliminated],
+                    "rested": list(look.rested),
                     "leading": list(look.leading),
                     "resolution": look.resolution,
                 }
@@ -53,13 +54,14 @@ def summary(r: Replayed) -> dict[str, Any]:
 
 
 def _looks_table(looks: Sequence[Look]) -> list[str]:
-    rows = [("after round", "running", "put out", "leading", "resolution")]
+    rows = [("after round", "running", "put out", "resting", "leading", "resolution")]
     for look in looks:
         rows.append(
             (
                 str(look.round),
                 str(len(look.active)),
                 str(len(look.eliminated)),
+                str(len(look.rested)),
                 str(len(look.leading)),
                 half_width(look.resolution),
             )

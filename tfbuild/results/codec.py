@@ -367,6 +367,7 @@ def _look(data: Mapping[str, Any]) -> Look:
         estimates={k: record(LookEstimate, e) for k, e in (data.get("estimates") or {}).items()},
         rounds_left=data.get("rounds_left"),
         aa_fit=bool(data.get("aa_fit", True)),
+        rested=tuple(data.get("rested", ())),
     )
 
 
@@ -542,6 +543,7 @@ def look_json(look: Look) -> dict[str, Any]:
         "estimates": {k: asdict(e) for k, e in look.estimates.items()},
         "rounds_left": look.rounds_left,
         **({} if look.aa_fit else {"aa_fit": False}),
+        **({"rested": list(look.rested)} if look.rested else {}),
     }
 
 

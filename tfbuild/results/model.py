@@ -219,16 +219,22 @@ class Look:
     """Whether the A/A control's interval (in `estimates` under the copy's key) lies within the
     span the answer allows (analysis.estimates.AA_SPAN margins): under rules 3 a session stops on
     its data only then, so that what it stops on can be answered."""
+    rested: tuple[str, ...] = ()
+    """Leading configs that run no more rounds from this look on (rules 4): each one's interval
+    against the baseline was within the target while another leading config's was not. Each is
+    judged at this look from then on, still in the leading tier."""
 
 
-DECISIONS = 3
+DECISIONS = 4
 """The rules a sequential session's looks are decided by, recorded with its design so that its
 looks replay exactly: 1, Bonferroni within each family, each comparison's own variance, Pocock
 spending for every comparison, looks about 35 % apart; 2, max-t levels for comparisons that
 share a config (Dunnett 1955; Hsu 1984), variances moderated across the comparisons of a look
 (Smyth 2004), Pocock spending for eliminations and t^2 for the intervals, looks about 20 %
 apart; 3, as 2, and a session stops on its data (the leading tier resolved, or the baseline
-alone leading) only when its A/A control is within the span the answer allows."""
+alone leading) only when its A/A control is within the span the answer allows; 4, as 3, and a
+leading config whose interval is within the target while another leading config's is not rests:
+it runs no more rounds and is judged at that look (its claims hold at every look)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,6 +12,7 @@ import pytest
 from support.replay import SEQUENTIAL, false_claims, fixed, pool, replay_session, report
 
 from tfbuild.analysis.estimates import OVERALL, SPLIT
+from tfbuild.results.model import LookEstimate
 
 SESSIONS = 200
 
@@ -108,6 +109,40 @@ def test_a_fixed_design_of_the_rounds_the_report_names_resolves_half_the_time() 
         named += 1
     assert named >= 0.9 * SESSIONS, named
     assert 0.4 <= as_well / named <= 0.65, (as_well, named)
+
+
+def test_a_leader_known_to_the_target_rests_while_another_is_not() -> None:
+    """Rules 4: at a look, a leading config whose interval against the baseline is within the
+    target, while another leading config's is not, rests. Over 20 replayed sessions of 4 configs
+    of the same build (so each is a leader): each rest happens only then, the rested config runs
+    no round after that look, and the report keeps it in the leading tier, judged at the look it
+    rested at, its looks replaying without a difference."""
+    target = SEQUENTIAL.resolve
+    assert target is not None
+    rests = 0
+    for seed in range(20):
+        doc = replay_session(4, SEQUENTIAL, 80_000 + seed)
+        r = report(doc)
+        assert not r.replay, r.replay
+        rested: set[str] = set()
+        for look in doc.looks or ():
+            assert not rested & set(look.active), (seed, look.round)  # resting is for good
+            for c in look.rested:
+                assert _half_width(look.estimates[c]) <= target, (seed, look.round, c)
+                others = [x for x in look.leading if x in look.active and x not in look.rested]
+                waited = [x for x in others if x in look.estimates and x != doc.baseline.config]
+                assert any(_half_width(look.estimates[x]) > target for x in waited), seed
+                assert c in look.active
+                assert max(run.round for run in doc.runs if run.config == c) == look.round - 1
+                assert c in r.tiers[0]
+                assert r.estimates[(c, OVERALL)].rounds == look.round
+                rested.add(c)
+        rests += bool(rested)
+    assert rests >= 5, rests
+
+
+def _half_width(e: LookEstimate) -> float:
+    return max(e.high / e.ratio - 1.0, 1.0 - e.low / e.ratio)
 
 
 def test_replay_notices_an_edited_elimination() -> None:

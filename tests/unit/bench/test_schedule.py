@@ -11,6 +11,9 @@ from support.replay import SEQUENTIAL, false_claims, replay_session, report
 from support.synthetic import write
 
 from tfbuild.analysis.estimates import OVERALL
+from tfbuild.analysis.looks import SequentialLooks
+from tfbuild.bench.schedule import Schedule
+from tfbuild.progress import QuietReporter
 
 
 def test_a_slow_config_is_stopped_early_and_the_baseline_keeps_running() -> None:
@@ -81,3 +84,34 @@ def test_a_session_stops_on_its_data_only_when_its_answer_can_be_given() -> None
     assert after and all(set(o) == {"base:default", "base:default~aa"} for o in after)
     r = report(doc)
     assert r.answer.kind == "keep", r.answer.lines
+
+
+class Notes(QuietReporter):
+    """What a session says as it runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said: list[str] = []
+
+    def note(self, message: str) -> None:
+        self.said.append(message)
+
+
+def test_a_resting_config_says_so_runs_no_more_and_stays_out_of_a_resumed_session() -> None:
+    """Rules 4: a leading config known to the target while another is not rests: the session
+    says so at that look, runs it in no later round, and a session resumed from the results
+    (`bench --resume`) does not start it again."""
+    notes = Notes()
+    doc = replay_session(4, SEQUENTIAL, 4, reporter=notes)
+    rests = {c: look.round for look in doc.looks or () for c in look.rested}
+    assert rests, "the seed should give a rest"
+    for config, at in rests.items():
+        assert any(
+            m.startswith(f"resting after round {at}: {config} is known to the target ±5.0%")
+            for m in notes.said
+        ), notes.said
+        later = (doc.order or ())[at:]
+        assert later and not [o for o in later if config in o]
+    resumed = Schedule(doc, {}, QuietReporter(), lambda r: r, lambda: 0.0, SequentialLooks())
+    assert not set(rests) & set(resumed.active)
+    assert "base:default" in resumed.active
