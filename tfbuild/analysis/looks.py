@@ -106,26 +106,19 @@ class SequentialLooks:
         looks = tuple(n for n in design.schedule if n <= round_)
         timeline = Timeline(looks, design.horizon, rules=design.decisions)
         rested = rested_at(results.looks)
+        frozen = rest_estimates(results.looks)
         setup = make_setup(results, compared(results), self.rounds, design, aa, timeline, rested)
-        look = take_look(setup, self.rounds, [*active, *rested], round_)
-        strongest: dict[str, Out] = {}
-        for claim in look.out:  # the strongest claim about each config comes first
-            strongest.setdefault(claim.config, claim)
-        out = [c for k, c in strongest.items() if k in active and k not in (baseline, aa)]
+        look = take_look(setup, self.rounds, active, round_)
+        out, resting = decisions(setup, look, active)
         gone = {c.config for c in out}
-        lead = [c for c in look.leading if c not in (baseline, *gone, *rested)]
-        resting = _resting(setup, look, lead, design.resolve)
-        lead = [c for c in lead if c not in resting]
+        lead = [c for c in look.leading if c not in (baseline, *gone, *resting)]
+        width = max([look.resolution, *(e.half_width for e in frozen.values())])
         fit = setup.rules < 3 or not aa_too_wide(look.aa, look.margin)
         judged = dict(look.estimates)  # the configs', and the A/A control's under its key
         if aa and look.aa:
             judged[aa] = look.aa
         left: int | None = None
-        if (
-            self.forecast
-            and design.resolve is not None
-            and (look.resolution > design.resolve or not fit)
-        ):
+        if self.forecast and design.resolve is not None and (width > design.resolve or not fit):
             left = rounds_left(setup, self.rounds, lead, design.resolve)
         return model.Look(
             round=round_,
@@ -135,13 +128,16 @@ class SequentialLooks:
                 model.Elimination(config=c.config, slower_than=c.than, ratio=c.ratio, upper=c.upper)
                 for c in out
             ),
-            leading=tuple(look.leading),
-            resolution=look.resolution,
+            leading=(*look.leading, *frozen),
+            resolution=width,
             margin=look.margin,
             estimates={
-                c: model.LookEstimate(ratio=e.ratio, low=e.low, high=e.high, rounds=e.rounds)
-                for c, e in judged.items()
-                if c in active
+                **{
+                    c: model.LookEstimate(ratio=e.ratio, low=e.low, high=e.high, rounds=e.rounds)
+                    for c, e in judged.items()
+                    if c in active
+                },
+                **frozen,
             },
             rounds_left=left,
             aa_fit=fit,
@@ -149,13 +145,29 @@ class SequentialLooks:
         )
 
 
-def _resting(setup: Setup, look: Look, lead: Sequence[str], target: float | None) -> list[str]:
-    """The leading configs still running that rest at this look (rules 4): those whose interval
-    against the baseline is within the target, while another one's is not. A config resolved
-    to the target needs no more rounds: its interval holds at every look (alpha spending), so
-    it is judged here, and the rounds go to the configs the session still waits for. When all
-    of them are resolved none rests: the session stops, or runs on for its A/A control."""
+def rest_estimates(looks: Sequence[model.Look] | None) -> dict[str, model.LookEstimate]:
+    """The leading configs that rested at earlier looks, each with its interval as the look it
+    rested at recorded it: what later looks count them by (never judged again while the
+    session runs, so a resolved config stays resolved and its pairs are not tested anew)."""
+    return {c: look.estimates[c] for look in looks or () for c in look.rested}
+
+
+def decisions(setup: Setup, look: Look, active: Sequence[str]) -> tuple[list[Out], list[str]]:
+    """What a sequential session does at a look of the configs in `active`: the configs it puts
+    out (each with the strongest claim about it), and the leading configs that rest (rules 4):
+    those whose interval against the baseline is within the target while another leading
+    config's is not. A config resolved to the target needs no more rounds: its interval holds
+    at every look (alpha spending), so it is judged there, and the rounds go to the configs the
+    session still waits for. When all of them are resolved none rests: the session stops, or
+    runs on for its A/A control."""
+    strongest: dict[str, Out] = {}
+    for claim in look.out:  # the strongest claim about each config comes first
+        strongest.setdefault(claim.config, claim)
+    out = [c for k, c in strongest.items() if k in active and k not in setup.reference]
+    gone = {c.config for c in out}
+    lead = [c for c in look.leading if c != setup.baseline and c not in gone]
+    target = setup.design.resolve
     if setup.rules < 4 or target is None:
-        return []
+        return out, []
     done = [c for c in lead if c in look.estimates and look.estimates[c].half_width <= target]
-    return done if len(done) < len(lead) else []
+    return out, done if len(done) < len(lead) else []

@@ -21,7 +21,10 @@ from tfbuild.progress import QuietReporter
 from tfbuild.results.model import DECISIONS, ConfigEntry, Results, Run
 from tfbuild.runtime.base import RuntimeEnv
 
-NOT_RECORDED = "not recorded: the session replayed had put this config out by then, or had stopped"
+NOT_RECORDED = (
+    "not recorded: the session replayed had put this config out or rested it by then, or had "
+    "stopped"
+)
 
 
 @dataclass(frozen=True)

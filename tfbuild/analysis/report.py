@@ -71,7 +71,7 @@ from tfbuild.analysis.estimates import (
     rested_at,
     tiers,
 )
-from tfbuild.analysis.looks import take_look
+from tfbuild.analysis.looks import decisions, take_look
 from tfbuild.analysis.power import (
     MOST_ROUNDS,
     Noise,
@@ -381,17 +381,21 @@ def _replay(
     for k, look in enumerate(recorded):
         rounds = tuple(x.round for x in recorded[: k + 1])
         timeline = Timeline(rounds, setup.design.horizon, rules=setup.design.decisions)
-        rested = rested_at(recorded[:k])
-        at_look = replace(setup, timeline=timeline, at=rested)
-        replayed = take_look(at_look, logs, [*look.active, *rested], look.round)
-        claims += [c for c in replayed.out if c.config not in rested]
+        at_look = replace(setup, timeline=timeline, at=rested_at(recorded[:k]))
+        replayed = take_look(at_look, logs, look.active, look.round)
+        claims += replayed.out
+        out, resting = decisions(at_look, replayed, look.active)
         mine = sorted(e.config for e in look.eliminated)
-        always = {setup.baseline, setup.aa, *rested}
-        again = sorted({c.config for c in replayed.out} - always)
+        again = sorted(c.config for c in out)
         if mine != again:
             problems.append(
                 f"look after round {look.round}: recorded eliminations {mine}, the data "
                 f"give {again}"
+            )
+        if sorted(look.rested) != sorted(resting):
+            problems.append(
+                f"look after round {look.round}: recorded rests {sorted(look.rested)}, the "
+                f"data give {sorted(resting)}"
             )
     return recorded, claims, problems
 

@@ -198,7 +198,14 @@ def contrast_rows(r: HostReport) -> list[list[str]]:
     return [[e.benchmark, ratio_text(e), e.verdict, seeds[e.benchmark]] for e in r.contrasts]
 
 
-LOOK_HEADER = ["after round", "running", "leading tier", "resolved to", "margin", "out now"]
+LOOK_HEADER = [
+    "after round",
+    "running",
+    "leading tier",
+    "resolved to",
+    "margin",
+    "out now, or resting",
+]
 
 
 def look_rows(r: HostReport) -> list[list[str]]:

@@ -90,8 +90,8 @@ def replay_text(path: str, r: Replayed) -> str:
     if r.missing:
         lines.append(
             f"{r.missing} of these processes were not recorded (a config the session had put "
-            "out by then, or a round after it stopped): each is one of the config's recorded "
-            "processes, drawn at random"
+            "out or rested by then, or a round after it stopped): each is one of the config's "
+            "recorded processes, drawn at random"
         )
     lines += [
         "",

@@ -201,6 +201,11 @@ class LookEstimate:
     high: float
     rounds: int
 
+    @property
+    def half_width(self) -> float:
+        """How far the interval reaches from the estimate, as a fraction of it."""
+        return max(self.high / self.ratio - 1.0, 1.0 - self.low / self.ratio)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Look:

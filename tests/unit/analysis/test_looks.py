@@ -114,9 +114,11 @@ def test_a_fixed_design_of_the_rounds_the_report_names_resolves_half_the_time() 
 def test_a_leader_known_to_the_target_rests_while_another_is_not() -> None:
     """Rules 4: at a look, a leading config whose interval against the baseline is within the
     target, while another leading config's is not, rests. Over 20 replayed sessions of 4 configs
-    of the same build (so each is a leader): each rest happens only then, the rested config runs
-    no round after that look, and the report keeps it in the leading tier, judged at the look it
-    rested at, its looks replaying without a difference."""
+    of the same build (so each is a leader): each rest happens only then; the rested config
+    runs no round after that look; every later look keeps it in the leading tier with the
+    interval it rested with, within the target, and never puts it out; the report keeps it in
+    the leading tier, judged at the look it rested at, its looks replaying without a
+    difference. Under rules 3 the same sessions rest nothing."""
     target = SEQUENTIAL.resolve
     assert target is not None
     rests = 0
@@ -124,25 +126,38 @@ def test_a_leader_known_to_the_target_rests_while_another_is_not() -> None:
         doc = replay_session(4, SEQUENTIAL, 80_000 + seed)
         r = report(doc)
         assert not r.replay, r.replay
-        rested: set[str] = set()
+        rested: dict[str, LookEstimate] = {}
         for look in doc.looks or ():
-            assert not rested & set(look.active), (seed, look.round)  # resting is for good
+            assert not set(rested) & set(look.active), (seed, look.round)  # resting is for good
+            assert not {e.config for e in look.eliminated} & set(rested)
+            for c, e in rested.items():
+                assert c in look.leading and look.estimates[c] == e, (seed, look.round, c)
+                assert e.half_width <= target and look.resolution >= e.half_width
             for c in look.rested:
-                assert _half_width(look.estimates[c]) <= target, (seed, look.round, c)
+                assert look.estimates[c].half_width <= target, (seed, look.round, c)
                 others = [x for x in look.leading if x in look.active and x not in look.rested]
                 waited = [x for x in others if x in look.estimates and x != doc.baseline.config]
-                assert any(_half_width(look.estimates[x]) > target for x in waited), seed
+                assert any(look.estimates[x].half_width > target for x in waited), seed
                 assert c in look.active
                 assert max(run.round for run in doc.runs if run.config == c) == look.round - 1
                 assert c in r.tiers[0]
                 assert r.estimates[(c, OVERALL)].rounds == look.round
-                rested.add(c)
+                rested[c] = look.estimates[c]
         rests += bool(rested)
+        if seed < 5:
+            before = replay_session(4, replace(SEQUENTIAL, decisions=3), 80_000 + seed)
+            assert not [look.rested for look in before.looks or () if look.rested]
     assert rests >= 5, rests
 
 
-def _half_width(e: LookEstimate) -> float:
-    return max(e.high / e.ratio - 1.0, 1.0 - e.low / e.ratio)
+def test_replay_notices_an_edited_rest() -> None:
+    doc = replay_session(4, SEQUENTIAL, 80_001)
+    looks = doc.looks or ()
+    k = next(i for i, look in enumerate(looks) if look.rested)
+    edited = (*looks[:k], replace(looks[k], rested=()), *looks[k + 1 :])
+    assert report(doc).replay == []
+    said = report(replace(doc, looks=edited)).replay
+    assert any(f"look after round {looks[k].round}: recorded rests []" in p for p in said), said
 
 
 def test_replay_notices_an_edited_elimination() -> None:
