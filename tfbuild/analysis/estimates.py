@@ -333,8 +333,7 @@ def final_timeline(
         return Timeline((rounds,)), {}, []
     looks = results.looks or ()
     taken = [look.round for look in looks]
-    at = {e.config: look.round for look in looks for e in look.eliminated}
-    at.update(rested_at(looks))
+    at = {c: look.round for look in looks for c in look.stopped}
     stop = results.session.stop.reason if results.session.stop else None
     notes: list[str] = []
     if stop in ("budget", "max_rounds", "fixed"):

@@ -93,8 +93,7 @@ class Schedule:
         runnable = [c.key for c in results.configs if c.variant in ready]
         self.active = list(runnable)
         for look in results.looks or ():
-            out = {e.config for e in look.eliminated}.union(look.rested)
-            self.active = [c for c in self.active if c not in out]
+            self.active = [c for c in self.active if c not in look.stopped]
 
     @property
     def order(self) -> tuple[tuple[str, ...], ...]:
@@ -221,7 +220,7 @@ class Schedule:
         look = self.looker(self.results, self.active, r, self.clock())
         self.results = replace(self.results, looks=(*(self.results.looks or ()), look))
         out = {e.config for e in look.eliminated}
-        self.active = [c for c in self.active if c not in out and c not in look.rested]
+        self.active = [c for c in self.active if c not in look.stopped]
         lead = [c for c in look.leading if c != baseline and c not in out]
         for e in look.eliminated:
             self.reporter.note(

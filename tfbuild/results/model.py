@@ -229,6 +229,11 @@ class Look:
     against the baseline was within the target while another leading config's was not. Each is
     judged at this look from then on, still in the leading tier."""
 
+    @property
+    def stopped(self) -> frozenset[str]:
+        """The configs that run no more rounds from this look on: put out, or rested."""
+        return frozenset(e.config for e in self.eliminated).union(self.rested)
+
 
 DECISIONS = 4
 """The rules a sequential session's looks are decided by, recorded with its design so that its
