@@ -5,7 +5,6 @@ support package."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -13,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.cli import toy_build
+from support.cli import toy_build, toy_cache
+from support.docker import ensure_base_image
 from support.env import BASE_IMAGE, REPO, require
 
 from tfbuild.files import locked
@@ -50,23 +50,11 @@ def docker_engine() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def base_image(docker_engine: None) -> str:
-    """The base image, made when missing by `tfbuild base-image` as a user runs it: the default
-    matrix pins a Docker Hub image, no registry answers here, so debootstrap makes it."""
+    """The base image, made when missing by `tfbuild base-image` as a user runs it, and
+    checked as it is made (support.docker.ensure_base_image)."""
     # Made once for all workers: the first makes it, the others wait for it.
     with locked(Path(tempfile.gettempdir()) / "tfbuild-test-base-image.lock"):
-        present = subprocess.run(
-            ["docker", "image", "inspect", BASE_IMAGE], capture_output=True, check=False
-        )
-        if present.returncode != 0:
-            require(shutil.which("debootstrap") is not None, "debootstrap is not installed")
-            made = subprocess.run(
-                [sys.executable, "-m", "tfbuild", "base-image", BASE_IMAGE,
-                 "--matrix", str(REPO / "matrix.yaml")],
-                capture_output=True, text=True, check=False, timeout=1200,
-            )  # fmt: skip
-            assert made.returncode == 0, made.stdout + made.stderr
-            assert made.stdout.startswith(f"{BASE_IMAGE}: debootstrap"), made.stdout
-            assert "no registry answers for docker.io/library/debian:" in made.stderr
+        ensure_base_image(BASE_IMAGE)
     return BASE_IMAGE
 
 
@@ -83,12 +71,17 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def toy_store(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Both toy variants (avx2-fma, avx512) built once per test session."""
+def toy_store(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Both toy variants (avx2-fma, avx512) built once per test session, with a bazel cache
+    volume of their own, removed at the end."""
     store = tmp_path_factory.mktemp("toy-wheels")
-    proc = toy_build(store, "--all")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return store
+    try:
+        proc = toy_build(store, "--all")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        yield store
+    finally:
+        volume = ["docker", "volume", "rm", "-f", toy_cache(store)]
+        subprocess.run(volume, capture_output=True, check=False)
 
 
 @pytest.fixture(scope="module")

@@ -21,3 +21,15 @@ def first_line(exc: BaseException) -> str:
     """An exception's message, first line only, for a one-line error."""
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]
+
+
+def duration(seconds: float) -> str:
+    """A time span as a person reads it: "40 s", "10 min", "2.5 min", "1 h 30 min"."""
+    if seconds < 59.5:
+        return f"{seconds:.0f} s"
+    minutes = seconds / 60
+    if round(minutes) < 60:
+        whole = abs(minutes - round(minutes)) < 0.05
+        return f"{minutes:.0f} min" if whole else f"{minutes:.1f} min"
+    hours, rest = divmod(round(minutes), 60)
+    return f"{hours} h" + (f" {rest} min" if rest else "")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import run_tfbuild
+from support.docker import ensure_base_image
 from support.registry import push, registry
 
 pytestmark = [pytest.mark.docker]
@@ -90,3 +91,29 @@ def test_no_registry_and_no_debootstrap_says_what_to_install(tag: str) -> None:
     assert f"tfbuild: cannot make {tag}: no registry answers for {closed} (" in proc.stderr
     assert "connection refused" in proc.stderr
     assert "and debootstrap is not installed here (apt-get install debootstrap)" in proc.stderr
+
+
+@pytest.mark.parametrize("ci", ["true", ""])
+def test_a_base_image_that_cannot_be_made_fails_the_docker_tests_in_ci(
+    ci: str, tag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the tests that need the base image do when it cannot be made, through the fixture's
+    own helper on a tag the engine lacks: without debootstrap, fail with the command's reason
+    in CI, skip elsewhere; with a debootstrap that fails (a mirror that does not answer), fail
+    everywhere, with the script's words."""
+    monkeypatch.setenv("CI", ci)
+    no_debootstrap = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
+    outcome = pytest.fail.Exception if ci else pytest.skip.Exception
+    with pytest.raises(outcome) as stopped:
+        ensure_base_image(tag, env={"PATH": no_debootstrap})
+    said = str(stopped.value)
+    assert said.startswith(("CI is set but " if ci else "") + f"the base image {tag} cannot be "
+                           f"made here: tfbuild: cannot make {tag}: no registry answers for "
+                           "docker.io/library/debian:"), said  # fmt: skip
+    assert said.endswith("and debootstrap is not installed here (apt-get install debootstrap), "
+                         "which makes it without a registry"), said  # fmt: skip
+    with pytest.raises(AssertionError) as failed:
+        ensure_base_image(tag, env={"MIRROR": "http://127.0.0.1:9/debian"})
+    assert f"tfbuild base-image {tag} failed" in str(failed.value)
+    assert "make-base-image: debootstrap failed; full log: " in str(failed.value)
+    assert f"making the base image {tag} with debootstrap failed (exit 1)" in str(failed.value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -139,17 +141,69 @@ suite:
     html = matrix.parent / "report.html"
     assert run_tfbuild("compare", str(path), "--format", "html", "-o", str(html)).returncode == 0
     assert html.read_text().count("data:image/png;base64,") == 2
-    gate = run_tfbuild("compare", str(path), "--against", str(path), "--fail-above", "5%")
-    assert gate.returncode == 0, gate.stderr
+    # ...and gated against older results of the same machine class, made from these with
+    # one config 4x as fast (the new results are a regression, beyond any noise four rounds
+    # of a loaded machine show) or 0.8x (an improvement); the other configs' data the same
+    for scale, code in ((4.0, 10), (0.8, 0)):
+        old = matrix.parent / f"older-{scale}.json"
+        old.write_text(json.dumps(scaled(doc, "tf:single-thread", scale)))
+        gate = run_tfbuild("compare", str(path), "--against", str(old), "--fail-above", "5%")
+        assert gate.returncode == code, gate.stdout + gate.stderr
+        said = gate.stdout + gate.stderr
+        regressed = re.findall(r"tf:single-thread (\S+) -\d+\.\d% \(slower than 5% allows", said)
+        assert set(regressed) == (set(doc["suite"]["benchmarks"]) if code else set()), said
+
+
+def scaled(doc: dict[str, Any], config: str, factor: float) -> dict[str, Any]:
+    """A copy of a results document, as another session: `config`'s throughputs times
+    `factor`."""
+    other: dict[str, Any] = copy.deepcopy(doc)
+    other["session"]["id"] = f"{doc['session']['id']}-older"
+    for run in other["runs"]:
+        if run["config"] == config:
+            for entry in run["benchmarks"].values():
+                for sample in entry["samples"]:
+                    sample["throughput"] *= factor
+    return other
+
+
+def killed_at(argv: list[str], results: Path, enough: Callable[[dict[str, Any]], bool]) -> bool:
+    """Run `tfbuild ARGV` and SIGKILL it once its results file shows `enough`; whether it was
+    killed (False: it finished first). A reader never sees a half-written file."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfbuild", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 900
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            files = list(results.glob("*.json"))
+            if files:
+                try:
+                    seen = json.loads(files[0].read_text())
+                except ValueError:  # pragma: no cover - atomic writes make this unreachable
+                    pytest.fail("a reader saw a half-written results file")
+                if enough(seen):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    break
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None and time.monotonic() >= deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert time.monotonic() < deadline, "the session neither finished nor got far enough"
+    return proc.returncode == -signal.SIGKILL
 
 
 def test_killed_session_keeps_finished_runs_and_resumes(workspace: Path) -> None:
-    """SIGKILL after the first look of a sequential session; --resume keeps every run and
-    look, finishes the interrupted round with its recorded order, and goes on to the end.
-    The two tunings do the same work (the second only quiets TensorFlow's log): a look ends
-    the session early only by wrongly putting one out (the selection's 1.5 % error), not
-    because one is slower (a single-thread tuning can be, and a first look that put it out
-    ended the session before the kill)."""
+    """SIGKILL in the middle of round 2, before the session's first look (after round 2) can
+    end it: --resume keeps every run, finishes the interrupted round with its recorded order,
+    takes the look there and goes on. Killed again in round 3, after that look, when the
+    look did not end the session (it can: a config put out by the look's 1.5 % selection
+    error, the two tunings doing the same work), the second --resume keeps the look too and
+    runs to the end. Every stop the design allows passes."""
     matrix = write_matrix(
         workspace / "kill",
         f"""\
@@ -166,57 +220,43 @@ suite:
 """,
     )
     results = matrix.parent / "results"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tfbuild", "bench", *bench_args(workspace, matrix), "--cpus", "0"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 900
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            files = list(results.glob("*.json"))
-            if files:
-                try:
-                    seen = json.loads(files[0].read_text())
-                except ValueError:  # pragma: no cover - atomic writes make this unreachable
-                    pytest.fail("a reader saw a half-written results file")
-                if len(seen["runs"]) >= 7:
-                    break
-            time.sleep(0.05)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the session ended before it could be killed"
+    started = ["bench", *bench_args(workspace, matrix), "--cpus", "0"]
+    assert killed_at(started, results, lambda seen: len(seen["runs"]) >= 4)
     path, doc = only_results(matrix)
-    assert doc["session"]["complete"] is False
-    kept, looks = doc["runs"], doc["looks"]
-    assert 7 <= len(kept) < 12 and all(run["status"] == "ok" for run in kept)
-    assert looks and looks[0]["round"] == 2
-    assert all(run["threads"]["affinity"] == [0] for run in kept)
+    assert doc["session"]["complete"] is False and doc["looks"] == []
+    kept = doc["runs"]
+    assert 4 <= len(kept) < 6 and all(run["status"] == "ok" for run in kept)
+    assert len(doc["order"]) == 2 and all(run["threads"]["affinity"] == [0] for run in kept)
 
-    resumed = run_tfbuild(
-        "bench",
-        "--resume",
-        str(path),
-        "--store",
-        str(workspace / "wheels"),
-        "--cache-dir",
-        str(workspace / "cache"),
-        timeout=1800,
-    )
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    resume = ["bench", "--resume", str(path), "--store", str(workspace / "wheels"),
+              "--cache-dir", str(workspace / "cache")]  # fmt: skip
+    again = killed_at(resume, results, lambda seen: len(seen["runs"]) >= 7)
+    _, middle = only_results(matrix)
+    assert middle["runs"][: len(kept)] == kept and middle["order"][:2] == doc["order"]
+    assert middle["looks"][0]["round"] == 2
+    if again:
+        assert middle["session"]["complete"] is False
+        finished = run_tfbuild(*resume, timeout=1800)
+        assert finished.returncode == 0, finished.stderr[-3000:]
+    else:  # the look after round 2 ended the session: a config put out
+        assert middle["session"]["stop"]["round"] == 2
+        assert middle["looks"][0]["eliminated"]
     _, done = only_results(matrix)
     assert done["session"]["complete"] is True
-    assert done["runs"][: len(kept)] == kept
-    assert done["looks"][: len(looks)] == looks
-    assert done["order"][: len(doc["order"])] == doc["order"]
+    assert done["runs"][: len(middle["runs"])] == middle["runs"]
+    assert done["looks"][: len(middle["looks"])] == middle["looks"]
+    assert done["order"][: len(middle["order"])] == middle["order"]
+    rounds = len(done["order"])
+    assert [look["round"] for look in done["looks"]] == [
+        n for n in look_schedule(2, 4) if n <= rounds
+    ]
     pairs = [(run["round"], run["config"]) for run in done["runs"]]
     assert len(pairs) == len(set(pairs)) == sum(map(len, done["order"]))
     assert done["session"]["stop"]["reason"] in ("max_rounds", "resolved")
+    assert done["session"]["stop"]["round"] == rounds
     assert all(run["status"] == "ok" and run["threads"]["affinity"] == [0] for run in done["runs"])
-    again = run_tfbuild("compare", str(path), "--format", "json")
-    assert json.loads(again.stdout)["hosts"][0]["replay"] == []
+    replayed = run_tfbuild("compare", str(path), "--format", "json")
+    assert json.loads(replayed.stdout)["hosts"][0]["replay"] == []
 
 
 def test_import_failure_is_recorded_and_others_run(workspace: Path) -> None:

@@ -21,9 +21,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from support.cli import run_tfbuild, toy_build, toy_build_args
-from support.docker import containers
-from support.env import FIXTURES, TOY
+from support.cli import run_tfbuild, toy_build, toy_build_args, toy_cache
+from support.docker import containers, inspected
+from support.env import BASE_IMAGE, FIXTURES, TOY
 
 from tfbuild import engine, wheelfile
 from tfbuild.audit import isa
@@ -102,40 +102,36 @@ def test_build_exports_labelled_wheel_with_manifests(
 
 
 def test_unchanged_rebuild_is_a_no_op_and_force_rebuilds(toy_store: Path) -> None:
+    """The no-op starts no container and leaves the wheel and its log as they were."""
     wheel, before = stored(toy_store, "avx2-fma")
-    mtime = wheel.stat().st_mtime_ns
-    started = time.perf_counter()
-    proc = toy_build(toy_store, "--variant", "avx2-fma")
-    took = time.perf_counter() - started
+    log = wheel.parent / "build.log"
+    mtimes = (wheel.stat().st_mtime_ns, log.stat().st_mtime_ns)
+    with inspected(f"org.tfbuild.store={toy_store}") as seen:
+        proc = toy_build(toy_store, "--variant", "avx2-fma")
     assert proc.returncode == 0, proc.stderr
     assert "avx2-fma: up to date" in proc.stderr and "--force rebuilds" in proc.stderr
-    assert wheel.stat().st_mtime_ns == mtime
-    print(f"no-op rebuild took {took:.2f} s (target < 2 s)")
+    assert seen == {}, "a no-op rebuild started a build container"
+    assert (wheel.stat().st_mtime_ns, log.stat().st_mtime_ns) == mtimes
     forced = toy_build(toy_store, "--variant", "avx2-fma", "--force")
     assert forced.returncode == 0, forced.stderr
     assert "avx2-fma: built" in forced.stderr
     rebuilt, after = stored(toy_store, "avx2-fma")
     assert after["content_key"] == before["content_key"]
-    assert rebuilt.stat().st_mtime_ns != mtime
+    assert rebuilt.stat().st_mtime_ns != mtimes[0]
 
 
 def test_cache_volume_is_shared_between_variants(toy_store: Path) -> None:
+    """The store's own volume (made by its first build): each variant's build wrote its name
+    into it, so both build containers had the one cache mounted."""
+    volume = toy_cache(toy_store)
     out = subprocess.run(
-        [
-            "docker",
-            "run",
-            "--rm",
-            "-v",
-            "tfbuild-test-cache:/cache",
-            "tfbuild/base:bookworm",
-            "cat",
-            "/cache/toy/builds",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert len(out.split()) >= 2  # both variants (and any rebuild) wrote to the one volume
+        ["docker", "run", "--rm", "-v", f"{volume}:/cache", BASE_IMAGE, "cat", "/cache/toy/builds"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert {line.split()[0] for line in out.splitlines()} == {"avx2-fma", "avx512"}, out
+    for variant in ("avx2-fma", "avx512"):
+        _, manifest = stored(toy_store, variant)
+        assert "--disk_cache=/cache/disk" in str(manifest["bazel_command"])
 
 
 def test_interrupted_build_leaves_nothing_half_done(toy_store: Path, tmp_path: Path) -> None:

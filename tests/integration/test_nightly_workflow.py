@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 import yaml
 from support.cli import run_tfbuild
+from support.docker import image_attrs
 from support.env import FIXTURES, REPO
 from support.ghactions import Replay
 from support.registry import push, registry
@@ -254,21 +255,22 @@ def test_the_runner_standin_has_only_listed_commands(
 
 
 def test_the_base_image_step_generated_before_fails_on_the_runner_image(
-    repository: Path, container: str, replay_base: str, tmp_path: Path
+    repository: Path, container: str, tmp_path: Path
 ) -> None:
     """The step generated before, `sudo -E "$(command -v tfbuild)" base-image`, made the image
     with debootstrap, which the runner image does not have. Replayed in the same stand-in (as
-    today's command with --debootstrap, which does the same, for the replay's base image tag,
-    on no engine as on a fresh runner), the step fails for want of it and the build is
-    skipped; the same job as generated now is test_nightly_workflow_replayed."""
-    assert subprocess.run(["docker", "image", "inspect", replay_base], capture_output=True,
-                          check=False).returncode != 0  # fmt: skip
+    today's command with --debootstrap, which does the same, for a tag of its own that no
+    engine has, as on a fresh runner, whatever the other tests made before), the step fails
+    for want of it and the build is skipped; the same job as generated now is
+    test_nightly_workflow_replayed."""
+    fresh = f"tfbuild-replay/old-base-{uuid.uuid4().hex[:10]}:bookworm"
+    assert image_attrs(fresh) is None
     old = workflow(repository)
     build = old["jobs"]["build"]
     (step,) = [s for s in build["steps"] if s.get("name") == "Base image"]
     assert step["run"] == "tfbuild base-image --matrix toy/matrix.yaml"
     step["run"] = (
-        'sudo -E "$(command -v tfbuild)" base-image --debootstrap --matrix toy/matrix.yaml'
+        f'sudo -E "$(command -v tfbuild)" base-image {fresh} --debootstrap --matrix toy/matrix.yaml'
     )
     build["strategy"]["matrix"]["include"] = build["strategy"]["matrix"]["include"][:1]
     night = Night(repository, container, tmp_path / "old", run_id=9)
@@ -277,9 +279,9 @@ def test_the_base_image_step_generated_before_fails_on_the_runner_image(
     (job,) = night.job("build")
     base = job.step("Base image")
     assert base.outcome == "failure", _log([job])
-    assert f"cannot make {replay_base}: --debootstrap, and debootstrap is not installed" \
-        in base.output  # fmt: skip
+    assert f"cannot make {fresh}: --debootstrap, and debootstrap is not installed" in base.output
     assert job.step("Build").outcome == "skipped"
+    assert image_attrs(fresh) is None
 
 
 def test_nightly_workflow_replayed(

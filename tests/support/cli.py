@@ -4,6 +4,7 @@ through the interpreter's profile hook, so no import of it can escape)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -94,12 +95,18 @@ def plans_made(
     return proc, [json.loads(line) for line in text.splitlines()]
 
 
+def toy_cache(store: Path) -> str:
+    """The bazel cache volume of the toy builds into `store`: one per store, so what a test
+    finds in it was written by this test run's builds (the owner of the store removes it)."""
+    return "tfbuild-test-cache-" + hashlib.sha256(str(store).encode()).hexdigest()[:12]
+
+
 def toy_build_args(store: Path, *args: str, source: Path = TOY / "src") -> list[str]:
     """`tfbuild build` arguments for the toy recipe: a C extension (in `source`) compiled with
-    each variant's copts."""
+    each variant's copts, its bazel cache on the store's own volume."""
     matrix = TOY / "matrix.yaml"
     return ["build", "--matrix", str(matrix), "--tf-source", str(source), "--store", str(store),
-            *args]  # fmt: skip
+            "--bazel-cache", toy_cache(store), *args]  # fmt: skip
 
 
 def toy_build(store: Path, *args: str) -> subprocess.CompletedProcess[str]:

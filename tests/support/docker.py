@@ -4,12 +4,18 @@ and the address containers reach this machine at."""
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import struct
 import subprocess
 import threading
 from collections.abc import Iterator
 from typing import Any
+
+from support.cli import run_tfbuild
+from support.env import REPO, require
+from tfbuild.build.base import LABEL
+from tfbuild.errors import ToolMissing
 
 
 def containers(label: str, *, stopped: bool = False) -> list[str]:
@@ -66,3 +72,50 @@ def bridge_gateway(image: str) -> str:
         if len(fields) > 2 and fields[1] == "00000000":  # the default route
             return socket.inet_ntoa(struct.pack("<I", int(fields[2], 16)))
     raise AssertionError(f"no default route in a container on the bridge network:\n{table!r}")
+
+
+def image_attrs(tag: str) -> dict[str, Any] | None:
+    """`docker image inspect` of `tag`, or None when the engine does not have it."""
+    proc = subprocess.run(
+        ["docker", "image", "inspect", tag], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        return None
+    attrs: dict[str, Any] = json.loads(proc.stdout)[0]
+    return attrs
+
+
+def ensure_base_image(tag: str, env: dict[str, str] | None = None) -> None:
+    """`tag` on the engine, made when missing by `tfbuild base-image` as a user runs it: the
+    default matrix pins a Docker Hub image, no registry answers here, so debootstrap makes it.
+    What the made image must show is checked here, where it is made: its label and history
+    say how (suite, mirror, packages), and the command's one line of output says the same,
+    with its id, while the script's traces go to stderr. Without debootstrap the tests that
+    need the image skip on a developer machine and fail in CI, with the command's reason;
+    any other failure to make it fails them everywhere."""
+    if image_attrs(tag) is not None:
+        return
+    made = run_tfbuild(
+        "base-image", tag, "--matrix", str(REPO / "matrix.yaml"), env=env, timeout=1200
+    )
+    reason = made.stderr.strip().splitlines()[-1:] or [f"exit {made.returncode}"]
+    missing = made.returncode == ToolMissing.exit_code
+    require(not missing, f"the base image {tag} cannot be made here: {reason[0]}")
+    assert made.returncode == 0, f"tfbuild base-image {tag} failed:\n{made.stdout}{made.stderr}"
+    image = image_attrs(tag)
+    assert image is not None, f"tfbuild base-image said it made {tag}, and the engine lacks it"
+    how = (image["Config"]["Labels"] or {}).get(LABEL, "")
+    assert how.startswith("debootstrap bookworm minbase (http") and how.endswith(
+        "+ python3,python3-venv,python3-pip,ca-certificates"
+    ), how
+    history = subprocess.run(
+        ["docker", "history", "--no-trunc", "--format", "{{.Comment}}", tag],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert history == [how], history
+    assert made.stdout.splitlines() == [
+        f"{tag}: debootstrap, {how.removeprefix('debootstrap ')} (id {image['Id'][:19]})"
+    ], made.stdout
+    assert "no registry answers for docker.io/library/debian:" in made.stderr
+    assert "+ debootstrap --variant=minbase" in made.stderr
+    assert f"+ docker import - {tag}" in made.stderr

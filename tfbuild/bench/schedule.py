@@ -25,7 +25,7 @@ from tfbuild.progress import Reporter
 from tfbuild.results.codec import Record, benchmark_result, now
 from tfbuild.results.model import ConfigEntry, Design, Look, Results, Run, Stop
 from tfbuild.runtime.base import RuntimeEnv
-from tfbuild.text import half_width
+from tfbuild.text import duration, half_width
 
 
 class Looker(Protocol):
@@ -64,7 +64,7 @@ def _describe(design: Design) -> str:
     if design.resolve is not None:
         parts.append(f"until resolved to ±{design.resolve:.0%}")
     if design.budget_s is not None:
-        parts.append(f"within {design.budget_s / 60:.0f} min")
+        parts.append(f"within {duration(design.budget_s)}")
     return ", ".join(parts)
 
 
@@ -137,12 +137,11 @@ class Schedule:
                 stop = self._stop_at_limit(r)
                 break
             elif design.sequential and r >= 2 and not self._fits(self.clock()):
-                budget = (design.budget_s or 0) / 60
                 stop = Stop(
                     reason="budget",
                     round=r,
-                    message=f"the budget of {budget:.0f} min would run out during round "
-                    f"{r + 1}; stopped after {r} rounds",
+                    message=f"the budget of {duration(design.budget_s or 0)} would run out "
+                    f"during round {r + 1}; stopped after {r} rounds",
                 )
                 break
             else:

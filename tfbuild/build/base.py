@@ -29,6 +29,8 @@ class Made:
     how: str
     """present, pulled or debootstrap."""
     detail: str
+    """What it was made from (for debootstrap, the label make-base-image gives it: suite,
+    mirror, packages) and its image id."""
 
 
 def dockerfile(source: str) -> str:
@@ -103,9 +105,21 @@ def _debootstrap(tag: str, why: str, say: Callable[[str], None]) -> Made:
             raise ToolMissing(f"making {tag} with debootstrap needs root: run as root or with sudo")
         command = ["sudo", "-n", "-E", *command]
     say(f"{why}: making {tag} with debootstrap\n+ {' '.join(command)}")
-    proc = subprocess.run(command, check=False)
+    # The script's traces ("+ debootstrap ...", "+ docker import ...") and its errors are
+    # relayed line by line as they come, with the other traces: only the result line is the
+    # command's output.
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            say(line.rstrip("\n"))
     if proc.returncode != 0:
         raise BuildFailed(
             f"making the base image {tag} with debootstrap failed (exit {proc.returncode})"
         )
-    return Made(tag, "debootstrap", f"debootstrap {os.environ.get('SUITE', 'bookworm')} minbase")
+    info = engine.image_info(tag)
+    if info is None:
+        raise BuildFailed(f"make-base-image exited 0 but {tag} is not on the engine")
+    made = info["labels"].get(LABEL, "").removeprefix("debootstrap ") or "minbase"
+    return Made(tag, "debootstrap", f"{made} (id {info['id'][:19]})")

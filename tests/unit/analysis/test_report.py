@@ -41,7 +41,7 @@ def test_real_session_findings() -> None:
     assert host["tiers"][0] == ["intel-2.14:default", "stock:default"]
     assert host["choice"]["config"] == "stock:default"
     assert host["choice"]["sha256"] and host["choice"]["wheel"].endswith(".whl")
-    assert host["aa"]["overall"]["verdict"] in ("equivalent", "undecided")
+    assert host["aa"]["overall"]["verdict"] == "undecided"
     assert host["detectable"] > host["margins"]["overall"]
 
 
@@ -174,8 +174,8 @@ def test_a_real_aa_session_makes_no_claim(name: str, stop: str, rounds: int) -> 
     slower, and neither is put out of the leading tier."""
     report = analyse_host(load_sessions([GOLDEN / name]))
     copy_of = report.estimates[("stock-again:default", "overall")]
-    assert copy_of.verdict in ("equivalent", "undecided") and copy_of.low < 1 < copy_of.high
-    assert report.aa["overall"].verdict in ("equivalent", "undecided")
+    assert copy_of.verdict == "equivalent" and copy_of.low < 1 < copy_of.high
+    assert report.aa["overall"].verdict == "undecided"
     assert report.out == [] and report.replay == [] and report.rounds == rounds
     assert report.stop is not None and report.stop.reason == stop
     assert report.choice is not None and report.choice.config == "stock:default"
@@ -313,7 +313,7 @@ def test_seed_experiments_are_measured_within_the_recommended_config() -> None:
     unrolled = by_name[CONTRASTS[0].name]
     assert unrolled.config == "fast:default" and unrolled.verdict == "faster"
     assert unrolled.low < 1.25 < unrolled.high
-    assert all(e.verdict in ("equivalent", "undecided") for e in report.contrasts[1:])
+    assert [e.verdict for e in report.contrasts[1:]] == ["undecided"] * 3
 
 
 def test_only_a_faster_verdict_recommends_a_config() -> None:
@@ -371,6 +371,6 @@ def test_per_benchmark_verdicts() -> None:
     estimates = report.estimates
     assert estimates[("mixed:default", "gru-keras")].verdict == "faster"
     assert estimates[("mixed:default", "matmul-pinned")].verdict == "slower"
-    assert estimates[("mixed:default", "input-fed")].verdict in ("equivalent", "undecided")
+    assert estimates[("mixed:default", "input-fed")].verdict == "undecided"
     gru = estimates[("mixed:default", "gru-keras")]
     assert gru.low < gru.ratio < gru.high and gru.ratio == pytest.approx(1.30, rel=0.03)

@@ -6,21 +6,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.env import TOY
+import pytest
+from support.env import FIXTURES, TOY
 
 from tfbuild.bench.options import SessionOptions, Workspace
 from tfbuild.bench.prepare import prepare
 from tfbuild.bench.session import new_results
 from tfbuild.config.load import load_matrix
-from tfbuild.machine.detect import detect
+from tfbuild.machine.detect import profile_from_cpuinfo
 from tfbuild.plan.make import make_plan
 from tfbuild.progress import QuietReporter
 from tfbuild.store import WheelStore
 
 
-def test_a_failed_build_is_recorded_as_such(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("cpuinfo", "avx512"),
+    [("haswell-xeon-e5-2680v3", False), ("sapphirerapids-xeon-platinum-8488c", True)],
+)
+def test_a_failed_build_is_recorded_as_such(tmp_path: Path, cpuinfo: str, avx512: bool) -> None:
+    """On a saved profile with AVX-512 and on one without, whatever this machine has."""
     matrix = load_matrix(TOY / "matrix.yaml")
-    plan = make_plan(matrix, detect())
+    plan = make_plan(matrix, profile_from_cpuinfo(FIXTURES / "cpuinfo" / f"{cpuinfo}.cpuinfo"))
     message = (
         "avx2-fma: the build script exited with code 128\n"
         f"--- last lines of {tmp_path / 'build.log'} ---\n"
@@ -47,5 +53,10 @@ def test_a_failed_build_is_recorded_as_such(tmp_path: Path) -> None:
     assert "fatal: unable to access" in built.details["log_tail"]
     assert results.variant("avx2-fma").status == "failed"
     never = failures["avx512"]  # not built at all: the store has no wheel for it
-    if plan.planned("avx512").verdict.runs is not False:  # a CPU without AVX-512: "plan"
+    if avx512:
         assert never.stage == "fetch" and "tfbuild build --variant avx512" in never.reason
+    else:
+        assert (never.stage, never.reason) == (
+            "plan",
+            "cannot run here: needs AVX512F; this CPU has up to AVX2",
+        )

@@ -16,6 +16,7 @@ from tfbuild.results.model import (
     Failure,
     Results,
     Run,
+    RunFailure,
     Sample,
     Stop,
     config_entry,
@@ -44,6 +45,8 @@ def synthetic_results(ratio: float = 1.0) -> Results:
     runs = []
     for r in range(4):
         runs += [run(r, "a:t", 100.0), run(r, "a:t~aa", 100.0 * ratio), run(r, "b:t", 50.0)]
+    killed = RunFailure(kind="signal", reason="killed by SIGKILL", signal=9)
+    runs.append(replace(run(4, "b:t", 50.0), status="failed", benchmarks={}, failure=killed))
     peak = Peak(
         gflops=200.0,
         cores=2,
@@ -84,10 +87,9 @@ def test_summary_arithmetic() -> None:
             "process": 5.0,
         }
     )
-    assert s.stop == "the 4 rounds of a fixed design"
-    assert s.elapsed_s == 600 and s.runs == 12
-    assert s.failures == [("c", "plan: needs AVX512F")]
-    assert s.peak["a:t"] == 200.0
+    assert s.elapsed_s == 600 and s.runs == 13
+    # the variant that never ran, then the process that failed, by its round as people count
+    assert s.failures == [("c", "plan: needs AVX512F"), ("b:t", "round 5: killed by SIGKILL")]
     assert s.peak_note == (
         "pk = share of the theoretical FP32 peak, for a:t: "
         "200 GFLOP/s = 2 cores x 3.13 GHz x 16 x 2"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
+import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,20 @@ def test_version_help_and_module_entry() -> None:
 
 
 def test_console_script_installed() -> None:
+    """`pip install .` puts a `tfbuild` script beside the interpreter that runs these tests,
+    declared by this distribution (never the unrelated `tfbuild` of the index), and it runs
+    this tfbuild."""
+    (entry,) = [
+        e for e in metadata.entry_points(group="console_scripts", name="tfbuild")
+        if e.dist is not None and e.dist.name == "tfbuild-bench"
+    ]  # fmt: skip
+    assert entry.value == "tfbuild.cli:main"
     script = Path(sys.executable).parent / "tfbuild"
-    assert script.exists() or shutil.which("tfbuild"), "pip install . must provide `tfbuild`"
+    assert script.is_file(), "pip install . must provide `tfbuild` beside the interpreter"
+    proc = subprocess.run(
+        [str(script), "--version"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == f"tfbuild, version {__version__}"
 
 
 @pytest.mark.parametrize(

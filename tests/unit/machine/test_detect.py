@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from support.env import FIXTURES
+from support.env import FIXTURES, require
 
 from tfbuild.engine import DockerInfo
 from tfbuild.machine.detect import Runner, detect, detect_gpus, detect_qemu
@@ -227,11 +228,38 @@ def test_broken_driver_reported() -> None:
     assert gpus.devices == () and gpus.error is not None and "failed" in gpus.error
 
 
+def real_qemu() -> str:
+    path = shutil.which("qemu-x86_64") or shutil.which("qemu-x86_64-static")
+    require(path is not None, "qemu-user is not installed (apt-get install qemu-user)")
+    assert path is not None
+    return path
+
+
+QEMU_VERSION = re.compile(r"qemu-x86_64 version \d+\.\d+\.\d+")
+
+
 def test_qemu_detected_when_installed() -> None:
+    """On this machine: found on PATH, and its version is the one the binary prints."""
+    path = real_qemu()
     qemu = detect_qemu()
-    assert qemu.available == (shutil.which("qemu-x86_64") is not None)
-    if qemu.available:
-        assert qemu.version is not None and "qemu" in qemu.version.lower()
+    assert qemu.available and qemu.path is not None
+    assert Path(qemu.path).resolve() == Path(path).resolve()
+    assert qemu.version is not None and QEMU_VERSION.match(qemu.version), qemu.version
+
+
+@pytest.mark.parametrize("name", ["qemu-x86_64", "qemu-x86_64-static"])
+def test_qemu_found_under_either_name(name: str) -> None:
+    """Debian's qemu-user names it qemu-x86_64, qemu-user-static (and other distributions)
+    qemu-x86_64-static: either alone is found, and run for its version (the real binary
+    under the one name this PATH is given)."""
+    path = real_qemu()
+    qemu = detect_qemu(which=lambda wanted: path if wanted == name else None)
+    assert qemu.available and qemu.path == path
+    assert qemu.version is not None and QEMU_VERSION.match(qemu.version), qemu.version
+
+
+def test_no_qemu_means_unavailable() -> None:
+    assert detect_qemu(which=lambda _: None) == QemuInfo(available=False)
 
 
 def test_live_profile_is_consistent_and_valid() -> None:

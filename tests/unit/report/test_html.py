@@ -79,8 +79,11 @@ def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
     match = re.search(r'<pre id="tfbuild-check">(.*?)</pre>', dom.stdout)
     assert match, dom.stderr[-2000:]
     result = json.loads(match.group(1).replace("&quot;", '"'))
-    assert result == {"images": 2, "broken": 0, "errors": [], "tables": result["tables"]}
-    assert result["tables"] >= 5  # ranking, per benchmark, seed experiments, host, builds
+    # every table of the file reaches the page: ranking, per benchmark, seed experiments,
+    # host, builds and the rest
+    tables = len(re.findall(r"<table[ >]", html))
+    assert tables >= 5
+    assert result == {"images": 2, "broken": 0, "errors": [], "tables": tables}
     screenshot = tmp_path / "report.png"
     subprocess.run(
         [browser, *flags, "--window-size=1280,2400", f"--screenshot={screenshot}", report.as_uri()],
