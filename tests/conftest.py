@@ -5,14 +5,16 @@ support package."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.cli import toy_build, toy_cache
+from support.cli import RUN_VARIABLE, toy_build, toy_cache
 from support.docker import ensure_base_image
 from support.env import BASE_IMAGE, REPO, require
 
@@ -20,9 +22,30 @@ from tfbuild.files import locked
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: at least three workers. Most of the suite's time is spent waiting (on the
+    """`-n auto`: at least four workers. Much of the suite's time is spent waiting (on the
     package index, the Docker engine, fixed-budget benchmark sessions), not computing."""
-    return max(3, os.cpu_count() or 1)
+    return max(4, os.cpu_count() or 1)
+
+
+ALONE = {"test_bench.py": 75, "test_looks.py": 30, "test_workload.py": 40}
+"""Files whose tests are a group each, and about how long one takes (seconds)."""
+SECONDS = {
+    "test_run.py": 440,
+    "test_build.py": 380,
+    "test_nightly_workflow.py": 375,
+    "test_isa_emulation.py": 255,
+    "test_remote_engine.py": 220,
+    "test_answer.py": 100,
+    "test_cuda_inspect.py": 80,
+    "test_runtime_image.py": 75,
+    "test_bazel_cache.py": 70,
+    "test_ranking.py": 60,
+    "test_venv.py": 60,
+    "test_detect_container.py": 45,
+    "test_base_image.py": 40,
+}
+"""About how long the slowest file groups take on a new 2-vCPU machine (seconds; the rest take
+a few): only the order groups start in follows from them."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the test ids
@@ -31,12 +54,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     worker, one test after another: a file is a group, so its module fixtures (a remote
     engine, three bazel builds, a dind image) are made once. test_bench.py's sessions are a
     group each (they share only the TensorFlow workspace, which every worker shares), and so
-    are test_looks.py's simulations (hundreds of replayed sessions each, nothing shared)."""
-    alone = {"test_bench.py", "test_looks.py", "test_workload.py"}
+    are test_looks.py's simulations (hundreds of replayed sessions each, nothing shared).
+    The longest groups start first (`--no-loadscope-reorder` keeps this order), so the run
+    does not end waiting on one of them."""
+    group_of: dict[str, str] = {}
+    cost: dict[str, float] = {}
     for item in items:
-        file = item.nodeid.split("::")[0]
-        group = item.nodeid if item.path.name in alone else file
+        name = item.path.name
+        group = item.nodeid if name in ALONE else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+        group_of[item.nodeid] = group
+        cost[group] = ALONE.get(name) or SECONDS.get(name) or cost.get(group, 0) + 0.1
+    items.sort(key=lambda item: -cost[group_of[item.nodeid]])
 
 
 @pytest.fixture(scope="session")
@@ -71,16 +100,36 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def toy_store(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Both toy variants (avx2-fma, avx512) built once per test session, with a bazel cache
-    volume of their own, removed at the end."""
-    store = tmp_path_factory.mktemp("toy-wheels")
-    try:
-        proc = toy_build(store, "--all")
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        yield store
-    finally:
-        volume = ["docker", "volume", "rm", "-f", toy_cache(store)]
+def toy_store(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both toy variants (avx2-fma, avx512), built once per test run for every worker, on the
+    run's own bazel cache volume. Tests read it; a test that changes a store works on a copy."""
+    store = shared(tmp_path_factory, "toy-wheels")
+    with locked(store.parent / "toy-wheels.lock"):
+        built = store / ".built"
+        if not built.exists():
+            proc = toy_build(store, "--all")
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            built.touch()
+    return store
+
+
+def shared(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder every xdist worker of this run shares (a folder of its own without xdist)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.getbasetemp().parent / name
+        folder.mkdir(exist_ok=True)
+        return folder
+    return tmp_path_factory.mktemp(name)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault(RUN_VARIABLE, uuid.uuid4().hex)  # the workers inherit it
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    main = not os.environ.get("PYTEST_XDIST_WORKER")  # after every worker has finished
+    if main and shutil.which("docker"):
+        volume = ["docker", "volume", "rm", "-f", toy_cache()]
         subprocess.run(volume, capture_output=True, check=False)
 
 
@@ -111,8 +160,4 @@ def tf_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel store and runtime/audit cache shared by every test that installs TensorFlow,
     on every xdist worker: each TensorFlow wheel is downloaded and installed once per test run
     (tfbuild locks a variant's fetch and a runtime's install, as for sessions sharing them)."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = tmp_path_factory.getbasetemp().parent / "tf-workspace"
-        shared.mkdir(exist_ok=True)
-        return shared
-    return tmp_path_factory.mktemp("tf-workspace")
+    return shared(tmp_path_factory, "tf-workspace")

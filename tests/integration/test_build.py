@@ -101,29 +101,35 @@ def test_build_exports_labelled_wheel_with_manifests(
     assert "INFO: Build completed successfully" in log
 
 
-def test_unchanged_rebuild_is_a_no_op_and_force_rebuilds(toy_store: Path) -> None:
+@pytest.fixture
+def own_store(toy_store: Path, tmp_path: Path) -> Path:
+    """A copy of the toy store for a test that builds into it (other tests read the store)."""
+    return Path(shutil.copytree(toy_store, tmp_path / "store"))
+
+
+def test_unchanged_rebuild_is_a_no_op_and_force_rebuilds(own_store: Path) -> None:
     """The no-op starts no container and leaves the wheel and its log as they were."""
-    wheel, before = stored(toy_store, "avx2-fma")
+    wheel, before = stored(own_store, "avx2-fma")
     log = wheel.parent / "build.log"
     mtimes = (wheel.stat().st_mtime_ns, log.stat().st_mtime_ns)
-    with inspected(f"org.tfbuild.store={toy_store}") as seen:
-        proc = toy_build(toy_store, "--variant", "avx2-fma")
+    with inspected(f"org.tfbuild.store={own_store}") as seen:
+        proc = toy_build(own_store, "--variant", "avx2-fma")
     assert proc.returncode == 0, proc.stderr
     assert "avx2-fma: up to date" in proc.stderr and "--force rebuilds" in proc.stderr
     assert seen == {}, "a no-op rebuild started a build container"
     assert (wheel.stat().st_mtime_ns, log.stat().st_mtime_ns) == mtimes
-    forced = toy_build(toy_store, "--variant", "avx2-fma", "--force")
+    forced = toy_build(own_store, "--variant", "avx2-fma", "--force")
     assert forced.returncode == 0, forced.stderr
     assert "avx2-fma: built" in forced.stderr
-    rebuilt, after = stored(toy_store, "avx2-fma")
+    rebuilt, after = stored(own_store, "avx2-fma")
     assert after["content_key"] == before["content_key"]
     assert rebuilt.stat().st_mtime_ns != mtimes[0]
 
 
 def test_cache_volume_is_shared_between_variants(toy_store: Path) -> None:
-    """The store's own volume (made by its first build): each variant's build wrote its name
+    """This test run's volume (made by its first build): each variant's build wrote its name
     into it, so both build containers had the one cache mounted."""
-    volume = toy_cache(toy_store)
+    volume = toy_cache()
     out = subprocess.run(
         ["docker", "run", "--rm", "-v", f"{volume}:/cache", BASE_IMAGE, "cat", "/cache/toy/builds"],
         capture_output=True, text=True, check=True,
@@ -134,16 +140,16 @@ def test_cache_volume_is_shared_between_variants(toy_store: Path) -> None:
         assert "--disk_cache=/cache/disk" in str(manifest["bazel_command"])
 
 
-def test_interrupted_build_leaves_nothing_half_done(toy_store: Path, tmp_path: Path) -> None:
+def test_interrupted_build_leaves_nothing_half_done(own_store: Path, tmp_path: Path) -> None:
     """Ctrl-C while the build container runs. The toy source here packages its wheel only
     after ten minutes, so the signal always comes in the middle of the build."""
-    wheel, manifest = stored(toy_store, "avx512")
+    wheel, manifest = stored(own_store, "avx512")
     source = shutil.copytree(TOY / "src", tmp_path / "src")
     setup = source / "setup.py"
     setup.write_text("import time\n\ntime.sleep(600)\n" + setup.read_text())
     argv = [sys.executable, "-m", "tfbuild"]
-    argv += toy_build_args(toy_store, "--variant", "avx512", "--force", source=source)
-    ours = f"org.tfbuild.store={toy_store}"  # builds of other tests run meanwhile
+    argv += toy_build_args(own_store, "--variant", "avx512", "--force", source=source)
+    ours = f"org.tfbuild.store={own_store}"  # builds of other tests run meanwhile
     # The child gets Ctrl-C's default action as in a terminal: a suite started in the
     # background by a shell without job control runs with SIGINT ignored, which a child
     # inherits (and Python then keeps), while a handled signal is reset by exec.
@@ -165,7 +171,7 @@ def test_interrupted_build_leaves_nothing_half_done(toy_store: Path, tmp_path: P
     folder = wheel.parent
     assert not list(folder.glob(".build-*"))
     # the previous complete wheel and its manifest are untouched
-    assert stored(toy_store, "avx512") == (wheel, manifest)
+    assert stored(own_store, "avx512") == (wheel, manifest)
     assert sha256_of(wheel) == manifest["sha256"]
 
 

@@ -4,7 +4,6 @@ through the interpreter's profile hook, so no import of it can escape)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -95,18 +94,22 @@ def plans_made(
     return proc, [json.loads(line) for line in text.splitlines()]
 
 
-def toy_cache(store: Path) -> str:
-    """The bazel cache volume of the toy builds into `store`: one per store, so what a test
-    finds in it was written by this test run's builds (the owner of the store removes it)."""
-    return "tfbuild-test-cache-" + hashlib.sha256(str(store).encode()).hexdigest()[:12]
+RUN_VARIABLE = "TFBUILD_TEST_RUN"
+"""Names this test run (set by the main pytest process, inherited by its workers)."""
+
+
+def toy_cache() -> str:
+    """The bazel cache volume of this test run's toy builds: what a test finds in it was
+    written by this run (the main process removes it at the end)."""
+    return f"tfbuild-test-cache-{os.environ[RUN_VARIABLE][:12]}"
 
 
 def toy_build_args(store: Path, *args: str, source: Path = TOY / "src") -> list[str]:
     """`tfbuild build` arguments for the toy recipe: a C extension (in `source`) compiled with
-    each variant's copts, its bazel cache on the store's own volume."""
+    each variant's copts, its bazel cache on this test run's volume."""
     matrix = TOY / "matrix.yaml"
     return ["build", "--matrix", str(matrix), "--tf-source", str(source), "--store", str(store),
-            "--bazel-cache", toy_cache(store), *args]  # fmt: skip
+            "--bazel-cache", toy_cache(), *args]  # fmt: skip
 
 
 def toy_build(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
