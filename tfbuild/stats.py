@@ -196,6 +196,17 @@ class Location:
         return min(1.0, 2.0 * t_sf(abs(self.estimate - null) / self.se, self.df))
 
 
+def sd_lower(sd: float, df: float, confidence: float = 0.9) -> float:
+    """A one-sided lower confidence bound of a standard deviation estimated with `df` degrees
+    of freedom: sd * sqrt(df / chi2_confidence(df)), the chi-square quantile by Wilson and
+    Hilferty's cube-root approximation (within 1 % from 2 df on)."""
+    if not (df >= 1 and math.isfinite(sd)):
+        return 0.0
+    z = statistics.NormalDist().inv_cdf(confidence)
+    quantile = df * (1.0 - 2.0 / (9.0 * df) + z * math.sqrt(2.0 / (9.0 * df))) ** 3
+    return sd * math.sqrt(df / quantile)
+
+
 def sample_sd(values: Sequence[float]) -> float:
     """The sample standard deviation in floating point (compensated sums): within an ulp or
     two of statistics.stdev, which computes it in exact fractions at thirty times the cost,

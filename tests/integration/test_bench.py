@@ -96,7 +96,7 @@ suite:
         "max_rounds": 4,
         "budget_s": 600.0,
         "resolve": 0.10,
-        "decisions": 4,
+        "decisions": 5,
     }
     assert doc["baseline"]["aa_config"] == "tf:default~aa"
     keys = {"tf:default", "tf:single-thread", "tf:default~aa"}

@@ -86,14 +86,14 @@ def test_readme_states_the_suite_and_design_the_code_has() -> None:
     assert f"every config runs `--min-rounds` ({default.min_rounds})" in text
     assert f"or at `max_rounds` ({default.max_rounds})" in text
     assert (
-        f"`--quick` is a {quick.budget_s / 60:.0f}-minute budget aiming at "
-        f"±{quick.resolve * 100:.0f} %" in text
+        f"`--quick` is a {quick.budget_s / 60:.0f}-minute budget at a "
+        f"{quick.resolve * 100:.0f} % margin" in text
     )
     assert (
-        f"`--resolve` (±{default.resolve * 100:.0f} %: the half-width of its simultaneous "
-        "interval against the baseline) or every other config is out, and its A/A control lies "
-        f"within {span} the margin" in text
+        f"(`--resolve`, {default.resolve * 100:.0f} % by default, never below the spread of one "
+        "process on this machine" in text
     )
+    assert f"nor reaches beyond {span} the margin" in text
     assert (
         "or when the next round would end after `--budget` "
         f"({default.budget_s / 60:.0f} min of benchmarking" in text
@@ -104,14 +104,22 @@ def test_readme_states_the_suite_and_design_the_code_has() -> None:
 def test_readme_states_the_simulations_the_code_runs() -> None:
     """How many sessions the README says each simulated figure comes from, and the shares the
     planners aim at, are tfbuild.analysis.power's."""
-    from tfbuild.analysis.power import DRAWS, PLAN_DRAWS, POWER, RESOLVED
+    from tfbuild.analysis.power import PLAN_DRAWS, RESOLVED
+    from tfbuild.analysis.scenarios import MARGIN, PROCESS_S, SEQUENTIAL, Truth
 
     text = documentation()
     assert f"the session itself: {PLAN_DRAWS} continuations of it" in text
-    assert f"for the detectable difference {DRAWS} sessions shaped like this one" in text
-    assert f"the difference that {POWER:.0%} of them call".replace("%", " %") in text
-    assert RESOLVED == 0.5 and "the look by which half of them have stopped" in text
-    assert f"at which half of {PLAN_DRAWS} such sessions resolve the leading tier as well" in text
+    assert RESOLVED == 0.5 and "the look by which half of them have decided" in text
+    assert f"at which half of {PLAN_DRAWS} sessions shaped like this one resolve" in text
+    truth = Truth({})
+    assert (
+        f"a lognormal factor shared by its benchmarks ({truth.sigma * 100:.0f} %: the spread"
+        in text
+        and f"one per benchmark ({truth.bench_sigma * 100:.0f} %)" in text
+        and f"takes {PROCESS_S:g} s of session time" in text
+    )
+    assert SEQUENTIAL.budget_s == 20 * 60 and MARGIN == 0.05
+    assert "a 20-minute budget, the 5 % margin" in text
 
 
 def test_readme_era_table_is_tensorflow_yaml() -> None:

@@ -5,13 +5,13 @@ commands are pasted, the variables to export and the thread pools to set."""
 from __future__ import annotations
 
 import shlex
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from tfbuild import wheelfile
+from tfbuild.analysis.answer import Decision
 from tfbuild.analysis.estimates import Estimate
 from tfbuild.errors import BadWheel
 from tfbuild.results.model import ConfigEntry, VariantRecord
@@ -89,60 +89,14 @@ def _requirement(variant: VariantRecord) -> tuple[str, str] | None:
 
 
 def choose(
-    ranking: Sequence[Estimate],
-    lead: Sequence[str],
-    baseline: str,
-    margin: float,
-    flagged: Mapping[str, str],
+    key: str,
+    reason: str,
     configs: Mapping[str, ConfigEntry],
     variants: Mapping[str, VariantRecord],
-) -> Choice | None:
-    """The config shown faster than the baseline with the best estimate (only a config that
-    measured everything in every round: `flagged` says what the others did not), else the
-    baseline; the reason says only what the verdicts say."""
-    if not ranking:
-        return None
-    faster = [e for e in ranking if e.verdict == "faster"]
-    usable = [e for e in faster if e.config not in flagged]
-    ratio: float | None
-    counts: dict[str, int] = defaultdict(int)
-    for e in ranking:
-        if e.config != baseline:
-            counts[e.verdict] += 1
-    tally = ", ".join(
-        f"{counts[v]} {v}" for v in ("faster", "equivalent", "undecided", "slower") if counts[v]
-    )
-    skipped = [e for e in faster if e not in usable]
-    note = "".join(
-        f"; {e.config} was also shown faster but {flagged[e.config]}, so it is not recommended"
-        for e in skipped
-    )
-    if usable:
-        best = max(usable, key=lambda e: (e.config in lead, e.ratio))
-        key, ratio = best.config, best.ratio
-        reason = (
-            f"{key} is faster than the baseline {baseline}: {best.ratio:.3f}x "
-            f"[{best.low:.3f}, {best.high:.3f}], the whole interval beyond the {margin:.1%} "
-            f"margin"
-        )
-        others = [c for c in lead if c not in (key, baseline)]
-        if others:
-            reason += f"; the leading tier also holds {', '.join(others)}, not told apart from it"
-    else:
-        key, ratio = baseline, 1.0
-        reason = (
-            f"no config is shown faster than the baseline {baseline} beyond the {margin:.1%} "
-            f"margin ({tally or 'nothing else measured'}), so the baseline stays"
-        )
-        ahead = [e for e in ranking if e.config in lead and e.config != baseline]
-        if baseline not in lead and ahead:
-            best = max(ahead, key=lambda e: e.ratio)
-            reason += (
-                f"; it is out of the leading tier: {best.config} is ahead of it "
-                f"({best.ratio:.3f}x [{best.low:.3f}, {best.high:.3f}]), by less than the margin "
-                "or by an amount not yet resolved"
-            )
-    reason += note
+    ratio: float | None,
+) -> Choice:
+    """What it takes to use config `key` (the answer's, or the baseline while nothing is
+    decided) on another machine; `reason` says why it is the one."""
     config = configs[key]
     variant = variants.get(config.variant)
     artifact = variant.artifact if variant else None
@@ -182,3 +136,37 @@ def choose(
         env={str(k): str(v) for k, v in config.env.items()},
         threading=threading,
     )
+
+
+def choice_for(
+    decision: Decision,
+    by_config: Mapping[str, Estimate],
+    baseline: str,
+    configs: Mapping[str, ConfigEntry],
+    variants: Mapping[str, VariantRecord],
+    left_out: Mapping[str, str],
+) -> Choice:
+    """The 'use this' of a report: the answer's config, or the baseline while nothing is
+    decided, with why (and the configs that could be faster but are no candidates, with why:
+    `left_out`)."""
+    margin = f"{decision.margin:.1%} margin"
+    partial = "".join(
+        f"; {c} could be faster on what it measured, but {why}, so it is not a candidate"
+        for c, why in left_out.items()
+    )
+    if decision.kind == "use" and decision.config is not None:
+        e = by_config[decision.config]
+        reason = (
+            f"{e.config} is within the {margin} of the fastest config measured; against the "
+            f"baseline {baseline} it is {e.ratio:.3f}x [{e.low:.3f}, {e.high:.3f}]"
+        )
+        return choose(e.config, reason + partial, configs, variants, e.ratio)
+    if decision.kind == "keep":
+        reason = (
+            f"no config measured is faster than the baseline {baseline} by more than the {margin}"
+        )
+    else:
+        reason = (
+            f"nothing is decided at the {margin} yet; until it is, keep the baseline {baseline}"
+        )
+    return choose(baseline, reason + partial, configs, variants, 1.0)

@@ -22,6 +22,9 @@ OVERALL = "overall"
 ALPHA = 0.05
 SPLIT = {"ranking": 0.025, "selection": 0.015, "benchmarks": 0.005, "experiments": 0.005}
 MIN_MARGIN = 0.02
+DEFAULT_MARGIN = 0.05
+"""Rules 5: the indifference margin of a design that names none (a fixed one): the default
+matrix's."""
 BASELINE_RHO = 1.0 / 3.0
 """Correlation of two configs' comparisons with the baseline: each config is one process a
 round, the baseline the mean of two, so var(x - b) = 1.5 s^2 and cov = 0.5 s^2."""
@@ -156,6 +159,11 @@ class Setup:
     def reference(self) -> tuple[str, ...]:
         return (self.baseline, self.aa) if self.aa else (self.baseline,)
 
+    def whole(self, config: str) -> bool:
+        """Whether a config measured every benchmark the baseline did: only such a config can be
+        the one to use (a crash on one benchmark is not made up by speed on the others)."""
+        return set(self.measured.get(config, ())) >= set(self.measured.get(self.baseline, ()))
+
     def look_of(self, config: str) -> int:
         return self.at.get(config, self.timeline.last)
 
@@ -215,15 +223,25 @@ def ranking_estimates(setup: Setup, logs: Rounds, margin: float) -> dict[str, Es
     return out
 
 
-def out_claims(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) -> list[Out]:
-    """Which of `configs` (the baseline included) cannot be the fastest: A is out when another
-    config B is faster, the one-sided bound of B/A (paired by round) above 1. Multiple
-    comparisons with the best (Hsu 1984; Gupta's subset selection): only the comparisons of
-    the others with the truly fastest config can wrongly put it out, so the family is those
-    k - 1, correlated at 1/2 (the fastest is in each), at the one-sided max-t level of
-    SPLIT["selection"], spent over the looks; the variances of all pairs judged at a look are
-    moderated together. Each pair is judged where the earlier of the two stopped. For each A
-    the strongest evidence comes first."""
+@dataclass(frozen=True)
+class Pair:
+    """Two configs compared directly, paired by round, at the look where the earlier of the two
+    stopped: the trimmed mean of x's level minus y's (log), and how far the one-sided bound of
+    the selection family reaches from it at that look (inf when it cannot be told)."""
+
+    x: str
+    y: str
+    look: int
+    estimate: float
+    reach: float
+
+
+def pairs(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) -> list[Pair]:
+    """Every pair of `configs` (the baseline included, as the second of a pair), each judged
+    where the earlier of the two stopped, their variances moderated together, each bound at
+    the one-sided max-t level of the comparisons with the fastest config (Hsu 1984: only those
+    k - 1 can wrongly put it out or wrongly leave a config within the margin of it; correlated
+    at 1/2, the fastest being in each) of SPLIT["selection"], spent over the looks."""
     alpha = setup.against_best(SPLIT["selection"])
     locations: dict[tuple[str, str], stats.Location] = {}
     looks: dict[tuple[str, str], int] = {}
@@ -235,20 +253,58 @@ def out_claims(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) 
             if pair:
                 locations[(x, y)] = stats.trimmed(differences(logs, x, pair[0], pair[1], look))
                 looks[(x, y)] = look
-    claims = []
+    found = []
     for (x, y), loc in setup.moderated(locations).items():
         look = looks[(x, y)]
         level = setup.timeline.level(alpha, look, one_sided=True)
         if level <= 0.0 or loc.df < 1 or not math.isfinite(loc.se):
+            reach = math.inf
+        else:
+            reach = stats.t_ppf(1.0 - level, loc.df) * loc.se
+        found.append(Pair(x, y, look, loc.estimate, reach))
+    return found
+
+
+def out_claims(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) -> list[Out]:
+    """Which of `configs` (the baseline included) cannot be the fastest: A is out when another
+    config B is faster, the one-sided bound of B/A (paired by round) above 1. Multiple
+    comparisons with the best (Hsu 1984; Gupta's subset selection): only the comparisons of
+    the others with the truly fastest config can wrongly put it out, so the family is those
+    k - 1 (see `pairs`). For each A the strongest evidence comes first."""
+    return claims_of(pairs(setup, logs, configs, round_))
+
+
+def claims_of(found: Sequence[Pair]) -> list[Out]:
+    """The outs the pairs show (out_claims)."""
+    claims = []
+    for p in found:
+        if not math.isfinite(p.reach):
             continue
-        reach = stats.t_ppf(1.0 - level, loc.df) * loc.se
-        if loc.estimate + reach < 0.0:
-            claims.append(Out(x, y, look, stats.exp(loc.estimate), stats.exp(loc.estimate + reach)))
-        elif loc.estimate - reach > 0.0:
+        if p.estimate + p.reach < 0.0:
             claims.append(
-                Out(y, x, look, stats.exp(-loc.estimate), stats.exp(reach - loc.estimate))
+                Out(p.x, p.y, p.look, stats.exp(p.estimate), stats.exp(p.estimate + p.reach))
+            )
+        elif p.estimate - p.reach > 0.0:
+            claims.append(
+                Out(p.y, p.x, p.look, stats.exp(-p.estimate), stats.exp(p.reach - p.estimate))
             )
     return sorted(claims, key=lambda c: (c.config, c.upper))
+
+
+def floors(found: Sequence[Pair], configs: Sequence[str]) -> dict[str, float]:
+    """For each of `configs`, the lower bound of its throughput over the fastest of the others
+    (as a ratio; 0 when a pair cannot be told, inf for a config alone): Hsu's multiple
+    comparisons with the best. With the selection family's probability, at every look
+    together, each config at or above 1 / (1 + m) of the fastest by this bound is within the
+    margin m of the truly fastest config, whatever the other configs are: the truly fastest
+    one is never put out, and each of these bounds holds against it. The bounds hold for
+    every margin at once."""
+    low: dict[str, float] = {c: math.inf for c in configs}
+    for p in found:
+        if p.x in low and p.y in low:
+            low[p.x] = min(low[p.x], p.estimate - p.reach)
+            low[p.y] = min(low[p.y], -p.estimate - p.reach)
+    return {c: stats.exp(v) for c, v in low.items()}
 
 
 def _pair(setup: Setup, a: str, b: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
@@ -303,15 +359,31 @@ def aa_too_wide(aa: Estimate | None, margin: float) -> bool:
     return reach > AA_SPAN * math.log1p(margin)
 
 
+def indifference(setup: Setup, spread: float) -> float:
+    """Rules 5: the margin within which a config counts as the fastest, the design's (`resolve`;
+    DEFAULT_MARGIN for a design without one), never below `spread`, the spread of one process
+    this machine surely has (noise_margin's lower bound): a smaller difference is not one it
+    can tell."""
+    wanted = setup.design.resolve if setup.design.resolve is not None else DEFAULT_MARGIN
+    return max(wanted, spread)
+
+
 def noise_margin(
-    setup: Setup, logs: Rounds, benchmarks: Sequence[str], upto: int | None = None
+    setup: Setup,
+    logs: Rounds,
+    benchmarks: Sequence[str],
+    upto: int | None = None,
+    lower: bool = False,
 ) -> float:
     """The spread of one process of the same build: the robust sd of the A/A copy's per-round
-    log ratio to the baseline, over sqrt(2); never below 2 %."""
+    log ratio to the baseline, over sqrt(2) (with `lower`, its 90 % lower confidence bound: the
+    spread the machine surely has, which a few rounds can overstate); never below 2 %."""
     if setup.aa is None:
         return MIN_MARGIN
     d = aa_rounds(setup, logs, benchmarks, upto)
-    spread = stats.trimmed(d).sd / math.sqrt(2.0) if len(d) >= 2 else math.nan
+    loc = stats.trimmed(d)
+    sd = stats.sd_lower(loc.sd, loc.df) if lower else loc.sd
+    spread = sd / math.sqrt(2.0) if len(d) >= 2 else math.nan
     return max(MIN_MARGIN, stats.expm1(spread)) if math.isfinite(spread) else MIN_MARGIN
 
 

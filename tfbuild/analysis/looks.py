@@ -4,21 +4,26 @@ resolved). The bench session is handed SequentialLooks and records what each loo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tfbuild.analysis.estimates import (
     OVERALL,
     SPLIT,
     Estimate,
     Out,
+    Pair,
     Setup,
     aa_control,
     aa_too_wide,
+    claims_of,
+    floors,
+    indifference,
     leading,
     make_setup,
     noise_margin,
-    out_claims,
+    pairs,
     ranking_estimates,
     resolution,
     rested_at,
@@ -32,7 +37,8 @@ from tfbuild.results.model import Results
 
 @dataclass(frozen=True)
 class Look:
-    """One look of a sequential session: what was known after `round` rounds."""
+    """One look of a sequential session (or the one look of a report): what was known after
+    `round` rounds."""
 
     round: int
     active: list[str]
@@ -43,18 +49,42 @@ class Look:
     """The widest half-width (fraction) of a leading config's interval against the baseline;
     0 when the baseline alone leads."""
     margin: float
+    """The practical margin of the verdicts: the spread of one process (rules 1-4), or the
+    indifference margin (rules 5: the design's, never below that spread)."""
     aa: Estimate | None = None
     """The A/A control overall, as the report judges it when the session stops here."""
+    floors: dict[str, float] = field(default_factory=dict)
+    """Each leading config that measured the whole suite: its lower bound of its throughput over
+    the fastest other such config (estimates.floors); at or above 1 / (1 + margin), it is within
+    the margin of the fastest of them."""
+
+    @property
+    def certified(self) -> list[str]:
+        """The leading configs known to be within the margin of the fastest."""
+        return model.within_margin(self.floors, self.margin)
+
+
+def candidates(found: Sequence[Pair], whole: Sequence[str]) -> dict[str, float]:
+    """The floors of the configs that can be the answer: those that measured the whole suite
+    and that no other such config puts out (a config that skipped a benchmark puts out
+    nothing here: which of the whole ones is fastest is the question)."""
+    among = [p for p in found if p.x in whole and p.y in whole]
+    return floors(among, leading(whole, claims_of(among)))
 
 
 def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) -> Look:
     """What a sequential session knows at its look after `round_` rounds: the intervals of the
-    configs still running, which cannot be the fastest, the leading tier and its resolution.
-    `setup` holds the looks scheduled up to this one."""
-    margin = noise_margin(setup, logs, setup.benchmarks, upto=round_)
+    configs still running, which cannot be the fastest, the leading tier, its resolution and
+    how close each leading config is known to be to the fastest. `setup` holds the looks
+    scheduled up to this one."""
+    if setup.rules >= 5:
+        margin = indifference(setup, noise_margin(setup, logs, setup.benchmarks, round_, True))
+    else:
+        margin = noise_margin(setup, logs, setup.benchmarks, upto=round_)
     estimates = ranking_estimates(setup, logs, margin)
     running = [c for c in active if c in estimates or c == setup.baseline]
-    claims = out_claims(setup, logs, running, round_)
+    found = pairs(setup, logs, running, round_)
+    claims = claims_of(found)
     lead = leading(running, claims)
     alpha = setup.against_baseline(SPLIT["ranking"])
     return Look(
@@ -66,6 +96,7 @@ def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) ->
         resolution=resolution([c for c in lead if c != setup.baseline], estimates),
         margin=margin,
         aa=aa_control(setup, logs, OVERALL, setup.benchmarks, alpha, margin),
+        floors=candidates(found, [c for c in running if setup.whole(c)]),
     )
 
 
@@ -113,12 +144,17 @@ class SequentialLooks:
         gone = {c.config for c in out}
         lead = [c for c in look.leading if c not in (baseline, *gone, *resting)]
         width = max([look.resolution, *(e.half_width for e in frozen.values())])
-        fit = setup.rules < 3 or not aa_too_wide(look.aa, look.margin)
+        fit = aa_fits(setup, look)
         judged = dict(look.estimates)  # the configs', and the A/A control's under its key
         if aa and look.aa:
             judged[aa] = look.aa
         left: int | None = None
-        if self.forecast and design.resolve is not None and (width > design.resolve or not fit):
+        if setup.rules >= 5:  # the ETA of a session that has not decided its answer yet
+            waiting = not look.certified or not fit
+            if self.forecast and waiting:
+                lead = [c for c in look.floors if c != baseline]  # the candidates
+                left = rounds_left(setup, self.rounds, lead, look.margin)
+        elif self.forecast and design.resolve is not None and (width > design.resolve or not fit):
             left = rounds_left(setup, self.rounds, lead, design.resolve)
         return model.Look(
             round=round_,
@@ -142,7 +178,23 @@ class SequentialLooks:
             rounds_left=left,
             aa_fit=fit,
             rested=tuple(resting),
+            floors={c: f if math.isfinite(f) else None for c, f in look.floors.items()}
+            if setup.rules >= 5
+            else {},
         )
+
+
+def aa_fits(setup: Setup, look: Look) -> bool:
+    """Whether the A/A control lets a session stop on its data at this look: when its interval
+    lies within AA_SPAN margins (rules 3 and 4: a report could answer; rules 5: a bias of the
+    machine that large would have shown), and under rules 5 when it does not show the baseline
+    unlike its own copy (its interval holds 1)."""
+    if setup.rules < 3:
+        return True
+    if setup.rules < 5:
+        return not aa_too_wide(look.aa, look.margin)
+    holds = look.aa is None or look.aa.low <= 1.0 <= look.aa.high
+    return holds and not aa_too_wide(look.aa, look.margin)
 
 
 def rest_estimates(looks: Sequence[model.Look] | None) -> dict[str, model.LookEstimate]:
@@ -167,7 +219,7 @@ def decisions(setup: Setup, look: Look, active: Sequence[str]) -> tuple[list[Out
     gone = {c.config for c in out}
     lead = [c for c in look.leading if c != setup.baseline and c not in gone]
     target = setup.design.resolve
-    if setup.rules < 4 or target is None:
+    if setup.rules != 4 or target is None:
         return out, []
     done = [c for c in lead if c in look.estimates and look.estimates[c].half_width <= target]
     return out, done if len(done) < len(lead) else []

@@ -1,14 +1,11 @@
-"""What a session can tell, by simulation from its own data: the smallest difference it calls
-faster or slower with 80 % power, the rounds until its leading tier is resolved (the ETA of a
-running session), and the rounds a fixed design would have needed. Each runs the decision
-procedure itself (trimmed means, variances moderated across the configs with the cautious
-prior, the never-below-its-own rule, t quantiles at the moderated df, the level of the look)
-on hundreds or thousands of sessions shaped like this one; no closed form covers all of that.
-The detectable difference draws the configs' noise from the spread of noise the session's
-configs show (Smyth's model with the session's own prior); the planners draw a session's next
-rounds at its leaders' variances (moderated towards what its configs share) with the shape of
-its own residuals, and a session that goes on keeps the rounds it has. The tests check each
-figure against sessions replayed from real processes."""
+"""What a session can tell, by simulation from its own data: the rounds until its leading tier
+is resolved (the ETA of a running session), and the rounds a fixed design would have needed.
+Each runs the decision procedure itself (trimmed means, variances moderated across the configs
+with the cautious prior, the never-below-its-own rule, t quantiles at the moderated df, the
+level of the look) on hundreds of sessions shaped like this one; no closed form covers all of
+that. The planners draw a session's next rounds at its leaders' variances (moderated towards
+what its configs share) with the shape of its own residuals, and a session that goes on keeps
+the rounds it has. The tests check each figure against sessions replayed from real processes."""
 
 from __future__ import annotations
 
@@ -23,19 +20,16 @@ import numpy as np
 from tfbuild import stats
 from tfbuild.analysis.estimates import (
     AA_SPAN,
+    BASELINE_RHO,
     MIN_MARGIN,
     SPLIT,
-    Estimate,
     Setup,
     aa_rounds,
-    ranking_locations,
 )
 from tfbuild.analysis.rounds import Rounds, differences
 from tfbuild.analysis.sessions import Timeline
 
-DRAWS = 4000
 PLAN_DRAWS = 250
-POWER = 0.8
 RESOLVED = 0.5
 """The planners give the rounds by which half of the sessions like this one are resolved."""
 SHAPED = 30
@@ -44,27 +38,6 @@ SMOOTH = 0.25
 """Bandwidth of the normal noise added to each residual drawn (a smoothed bootstrap)."""
 MOST_ROUNDS = 512
 """The longest fixed design the planner looks at."""
-
-
-@dataclass(frozen=True)
-class Noise:
-    """What a session says about its noise: per-round variance prior of its configs'
-    comparisons with the baseline (point estimate), and the A/A control's robust sd."""
-
-    rounds: int
-    configs: int
-    s2: float
-    """Typical winsorized variance of one round's log ratio."""
-    df: float
-    """How alike the configs' variances are (inf: all alike)."""
-    aa_sd: float | None
-    """Robust sd of the A/A's per-round log ratio (None: the margin is fixed)."""
-
-    @property
-    def variance(self) -> float:
-        """The typical variance of one round's log ratio (s2 made consistent for normal
-        data at the session's rounds)."""
-        return self.s2 / stats.winsor_factor(math.floor(stats.TRIM * self.rounds) / self.rounds)
 
 
 @dataclass(frozen=True)
@@ -166,34 +139,6 @@ def _t_quantile(q: float, df: np.ndarray) -> np.ndarray:
     return result
 
 
-def detectable_shift(noise: Noise, level: float, margin: float, seed: int = 0) -> float:
-    """The smallest true difference (log scale) called faster (or slower) with 80 % power: the
-    80th percentile over simulated sessions of the shift that puts the whole interval of one
-    config beyond the margin. `margin` (a fraction) is the fixed margin, or the floor under
-    the one the A/A control estimates."""
-    n, k = noise.rounds, max(3, noise.configs)
-    if n < 2 or level <= 0.0 or not (noise.s2 > 0 and math.isfinite(noise.s2)):
-        return math.inf
-    rng = np.random.default_rng(seed)
-    variance = _variances(rng, noise.variance, noise.df, (DRAWS, k))
-    draws = rng.standard_normal((DRAWS, k, n)) * np.sqrt(variance)[..., None]
-    mean, spread, h = stats.trimmed_along(draws)
-    if h < 2:
-        return math.inf
-    pooled, df = _moderated(spread, np.full(k, h - 1.0))
-    se = np.sqrt(pooled[:, 0] * n) / h
-    critical = _t_quantile(1.0 - level / 2.0, df[:, 0])
-    margins = np.full(DRAWS, margin)
-    if noise.aa_sd is not None and math.isfinite(noise.aa_sd):
-        aa = rng.standard_normal((DRAWS, n)) * noise.aa_sd
-        _, aa_spread, _ = stats.trimmed_along(aa)
-        g = math.floor(stats.TRIM * n)
-        robust = np.sqrt(aa_spread / stats.winsor_factor(g / n))
-        margins = np.maximum(margin, np.expm1(robust / math.sqrt(2.0)))
-    needed = np.log1p(margins) + critical * se - mean[:, 0]
-    return float(np.quantile(needed, POWER))
-
-
 def resolved(
     forecast: Forecast,
     leaders: Sequence[Leader],
@@ -272,14 +217,9 @@ def rounds_to_resolve(
     interval within ±target, and, with a `control`, the A/A control within AA_SPAN margins (a
     session stops at the first look that finds it so); None if fewer than half have by the
     last."""
-    stopped = None
     fits = control_fit(control, looks) if control is not None else None
-    for (more, _), tier in zip(looks, resolved(forecast, leaders, looks, target), strict=True):
-        now = tier & next(fits) if fits is not None else tier
-        stopped = now if stopped is None else stopped | now
-        if float(stopped.mean()) >= RESOLVED:
-            return more
-    return None
+    tiers = resolved(forecast, leaders, looks, target)
+    return _median_stop(looks, (t & next(fits) if fits is not None else t for t in tiers))
 
 
 def fixed_rounds(
@@ -302,30 +242,6 @@ def fixed_rounds(
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if enough(mid) else (mid, hi)
     return hi
-
-
-def session_noise(
-    setup: Setup, logs: Rounds, aa: Estimate | None, given_margin: bool
-) -> tuple[Noise, float] | None:
-    """What the simulations draw from: the noise of the configs' comparisons with the baseline
-    (the variance prior's point estimate) and of the A/A control, and the level of the last
-    look."""
-    raw = [x for x in ranking_locations(setup, logs).values() if x.n >= 2]
-    if not raw:
-        return None
-    prior = stats.variance_prior([x.spread for x in raw], [x.df for x in raw], stats.POINT)
-    if prior.df <= 0.0:  # too few configs to pool: their own mean variance, as alike
-        spreads = [x.spread for x in raw if math.isfinite(x.spread)]
-        prior = stats.Prior(statistics.fmean(spreads), math.inf) if spreads else prior
-    noise = Noise(
-        rounds=int(statistics.median(x.n for x in raw)),
-        configs=len(raw),
-        s2=prior.s2,
-        df=prior.df,
-        aa_sd=None if given_margin or aa is None else aa.sd,
-    )
-    level = setup.timeline.level(setup.against_baseline(SPLIT["ranking"]), setup.timeline.last)
-    return noise, level
 
 
 def forecast_of(
@@ -386,26 +302,91 @@ def forecast_of(
     return forecast, leaders
 
 
+def decided(
+    leaders: Sequence[Leader],
+    looks: Sequence[tuple[int, float]],
+    margin: float,
+    seed: int = 0,
+    draws: int = PLAN_DRAWS,
+) -> Iterator[np.ndarray]:
+    """Rules 5: for each of `looks` (`more` rounds from now, the one-sided level of the
+    selection family there), over simulated continuations: whether the answer is decided there,
+    some leader or the baseline known within `margin` of the fastest of them (their floors,
+    estimates.floors, from the trimmed means of the paired rounds). A leader's new rounds
+    against the baseline are drawn at its variance, correlated across the leaders at
+    BASELINE_RHO (the baseline's noise is in each of them)."""
+    if not looks:
+        return
+    rng = np.random.default_rng(seed)
+    most = max(more for more, _ in looks)
+    shared = rng.standard_normal((draws, 1, most))
+    series = []
+    for leader in leaders:
+        observed = np.asarray(leader.values, dtype=float)
+        center = stats.trimmed(leader.values).estimate if observed.size else 0.0
+        own = rng.standard_normal((draws, most))
+        noise = math.sqrt(BASELINE_RHO) * shared[:, 0] + math.sqrt(1 - BASELINE_RHO) * own
+        new = center + noise * math.sqrt(leader.variance)
+        series.append(np.concatenate([np.broadcast_to(observed, (draws, observed.size)), new], 1))
+    bound = -math.log1p(margin)
+    for more, level in looks:
+        columns = [values[:, : values.shape[1] - most + more] for values in series]
+        if level <= 0.0 or min((c.shape[1] for c in columns), default=0) < 2:
+            yield np.zeros(draws, dtype=bool)
+            continue
+        low = np.full((draws, len(columns) + 1), np.inf)  # the leaders', then the baseline's
+        pairs = [(i, j) for i in range(len(columns)) for j in range(i + 1, len(columns) + 1)]
+        for i, j in pairs:
+            d = columns[i] - (columns[j] if j < len(columns) else 0.0)
+            mean, spread, h = stats.trimmed_along(d)
+            se = np.sqrt(spread * d.shape[1]) / h
+            reach = _t_quantile(1.0 - level, np.full(draws, h - 1.0)) * se
+            low[:, i] = np.minimum(low[:, i], mean - reach)
+            low[:, j] = np.minimum(low[:, j], -mean - reach)
+        known: np.ndarray = np.asarray((low >= bound).any(axis=1))
+        yield known
+
+
 def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) -> int | None:
-    """More rounds until the session stops on its data: the leading tier resolved to ±target
-    (and, under rules 3, the A/A control within AA_SPAN margins), the median over the sessions
-    like this one going on (the planner behind a running session's ETA); None if fewer than
-    half are by the horizon."""
+    """More rounds until the session stops on its data, the median over the sessions like this
+    one going on (the planner behind a running session's ETA); None if fewer than half stop by
+    the horizon. Rules 5: the answer decided at the margin `target`; before: the leading tier
+    resolved to ±target (and, under rules 3 and 4, the A/A control within AA_SPAN margins)."""
     schedule, horizon = setup.design.schedule, setup.design.horizon
     if not schedule or horizon is None:
         return None
     found = forecast_of(setup, logs, lead, going_on=True, bound=stats.GENEROUS)
-    control = _control(setup, logs) if setup.rules >= 3 else None
+    control = _control(setup, logs) if 3 <= setup.rules < 5 else None
     if found is None or (not found[1] and control is None):
         return None
-    alpha = setup.against_baseline(SPLIT["ranking"])
     now = setup.timeline.last
+    one_sided = setup.rules >= 5
+    alpha = (
+        setup.against_best(SPLIT["selection"])
+        if one_sided
+        else setup.against_baseline(SPLIT["ranking"])
+    )
     looks = [
-        (look - now, Timeline(schedule[: k + 1], horizon, rules=setup.rules).level(alpha, look))
+        (
+            look - now,
+            Timeline(schedule[: k + 1], horizon, rules=setup.rules).level(alpha, look, one_sided),
+        )
         for k, look in enumerate(schedule)
         if look > now
     ]
+    if one_sided:
+        return _median_stop(looks, decided(found[1], looks, target))
     return rounds_to_resolve(*found, target, looks, control)
+
+
+def _median_stop(looks: Sequence[tuple[int, float]], stops: Iterator[np.ndarray]) -> int | None:
+    """The first of `looks` by which at least half of the simulated sessions have stopped."""
+    stopped = None
+    for (more, _), now in zip(looks, stops, strict=True):
+        stopped = now if stopped is None else stopped | now
+        if float(stopped.mean()) >= RESOLVED:
+            return more
+    return None
 
 
 def _control(setup: Setup, logs: Rounds) -> Control | None:

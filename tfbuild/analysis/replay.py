@@ -12,9 +12,13 @@ import random
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import cast
 
+from tfbuild.analysis.answer import Answer
 from tfbuild.analysis.looks import SequentialLooks
+from tfbuild.analysis.report import analyse_host
+from tfbuild.analysis.sessions import Session
 from tfbuild.bench.schedule import Schedule
 from tfbuild.errors import ResultsError
 from tfbuild.progress import QuietReporter
@@ -36,6 +40,8 @@ class Replayed:
     missing: int
     """Processes the replay would have run that the session had not recorded (each replaced
     by one of the config's recorded processes, drawn at random)."""
+    answers: tuple[Answer, Answer] | None = None
+    """What today's report answers for the recorded session and for its replay."""
 
     @property
     def processes(self) -> int:
@@ -112,7 +118,12 @@ def replay(recorded: Results, first: int | None = None) -> Replayed:
         runs=(),
     )
     schedule = _RecordedRounds(empty, recorded.runs, _Clock())
-    return Replayed(recorded, schedule.run(), schedule.missing)
+    replayed = schedule.run()
+    answers = tuple(
+        analyse_host([Session(Path(f"{results.id}.json"), results)]).answer
+        for results in (recorded, replayed)
+    )
+    return Replayed(recorded, replayed, schedule.missing, (answers[0], answers[1]))
 
 
 def processes_by(results: Results) -> Mapping[int, int]:

@@ -22,10 +22,11 @@ that with probability at least 95 % every one of them is true at once:
   session stops; see stats.sequential_levels), so the error stays within alpha however many
   looks were taken and wherever the session stopped. A sequential session is judged by the
   rules its looks were decided by (results.model.DECISIONS).
-- Verdicts against the baseline, from the interval and a practical margin: faster or slower
-  when the whole interval lies beyond the margin, equivalent when it lies inside it, undecided
-  otherwise. The margin is the spread of one process of the same build, from the A/A control's
-  variance (robust), and never below 2 %.
+- Verdicts against the baseline, from the interval and the indifference margin: faster or
+  slower when the whole interval lies beyond the margin, equivalent when it lies inside it,
+  undecided otherwise. The margin is the design's (`resolve`, 5 % for a design without one),
+  never below the spread of one process of the same build (the A/A control's robust variance,
+  at its 90 % lower bound; at least 2 %).
 - Which configs could be the fastest: multiple comparisons with the best (Hsu 1984; Gupta's
   subset selection). A config is out when another one is ahead of it by more than the
   one-sided bound of their paired per-round difference. Only the comparisons of the others
@@ -34,6 +35,11 @@ that with probability at least 95 % every one of them is true at once:
   probability at least 1 - 1.5 %, at every look together. Outs stop configs during a
   sequential session (each recorded with its look) and cut the two tiers: could be the
   fastest, and not.
+- The answer (tfbuild.analysis.answer), at the last look: the same one-sided bounds give each
+  leading config a floor, the lower bound of its throughput over the fastest of the others
+  (Hsu's multiple comparisons with the best); a config whose floor reaches 1 / (1 + margin) is
+  within the margin of the fastest, with the selection family's probability: "Keep the
+  baseline" when the baseline is, else "Use" such a config, else "Inconclusive".
 
 Fixed-design sessions from the same machine are pooled (rounds stay paired within their
 session); a sequential session is analysed on its own; different machines are reported side by
@@ -50,8 +56,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from tfbuild import stats
-from tfbuild.analysis.answer import Answer, answer
-from tfbuild.analysis.choice import Choice, choose
+from tfbuild.analysis.answer import Answer, Decision, answer, decide
+from tfbuild.analysis.choice import Choice, choice_for
 from tfbuild.analysis.estimates import (
     MIN_MARGIN,
     OVERALL,
@@ -62,6 +68,7 @@ from tfbuild.analysis.estimates import (
     aa_control,
     estimate,
     final_timeline,
+    indifference,
     judged,
     make_setup,
     noise_margin,
@@ -70,14 +77,12 @@ from tfbuild.analysis.estimates import (
     resolution,
     rested_at,
     tiers,
+    verdict,
 )
-from tfbuild.analysis.looks import decisions, take_look
+from tfbuild.analysis.looks import decisions, rest_estimates, take_look
 from tfbuild.analysis.power import (
     MOST_ROUNDS,
-    Noise,
-    detectable_shift,
     fixed_equivalent,
-    session_noise,
 )
 from tfbuild.analysis.rounds import Rounds, differences, raw_samples, round_table
 from tfbuild.analysis.sessions import Session, Timeline
@@ -137,14 +142,16 @@ class HostReport:
     units: dict[str, str]
     rounds: int
     margins: dict[str, float]
-    """benchmark (and 'overall') -> practical margin as a fraction (0.02 = 2 %)."""
+    """benchmark (and 'overall') -> the indifference margin as a fraction (0.05 = 5 %): the
+    verdicts' and the answer's."""
+    spreads: dict[str, float]
+    """benchmark (and 'overall') -> the spread of one process of the same build this machine
+    surely has (the A/A control's, at its 90 % lower bound; 2 % at least): the margin's floor."""
     margin_source: str
     aa: dict[str, Estimate]
     warnings: list[str]
-    noise: tuple[Noise, float] | None = field(repr=False)
-    """What `detectable` is simulated from: the session's noise and the last look's level."""
-    floor: float = field(repr=False)
-    """The fixed margin, or the floor under the one the A/A control gives."""
+    decision: Decision
+    """What the last look decides (the answer, before its words)."""
     estimates: dict[tuple[str, str], Estimate]
     ranking: list[Estimate]
     """Overall estimates in tier order, best first (the baseline included with ratio 1)."""
@@ -169,6 +176,7 @@ class HostReport:
     flags: dict[str, Flags]
     failures: list[Failure]
     choice: Choice | None
+    """The answer's config (the baseline while nothing is decided) and how to get it."""
     contrasts: list[Estimate]
     """The seed experiments inside the recommended config: one benchmark of the suite against
     its counterpart (Estimate.benchmark names the contrast)."""
@@ -182,16 +190,6 @@ class HostReport:
     """What the user's own model was (`--workload`), when the sessions measured one."""
 
     @functools.cached_property
-    def detectable(self) -> float:
-        """Smallest true difference called faster or slower with 80 % power for a config with
-        the median rounds, after multiplicity, alpha spending and the margin: simulated from
-        the session's own noise (tfbuild.analysis.power), computed when first asked for."""
-        if self.noise is None:
-            return math.inf
-        noise, level = self.noise
-        return stats.expm1(detectable_shift(noise, level, self.floor))
-
-    @functools.cached_property
     def fixed_equivalent(self) -> tuple[int, int] | None:
         """Rounds and processes a fixed design (every config every round, one look) would need
         for the same leading tier to be resolved as well as this session did it, in half of
@@ -201,22 +199,11 @@ class HostReport:
 
     @functools.cached_property
     def answer(self) -> Answer:
-        """What the report leads with: what to use and how sure, or why it is inconclusive and
-        what would settle it (simulated when first asked for)."""
-        lead = self.tiers[0] if self.tiers else []
+        """What the report leads with: what to use and what that guarantees, or why it is
+        inconclusive and what would settle it (simulated when first asked for)."""
         seconds = self.benchmark_s / self.processes if self.benchmark_s and self.processes else None
         return answer(
-            self.ranking,
-            lead,
-            self.baseline,
-            self.margins[OVERALL],
-            self.resolution,
-            self.design.resolve if self.design.sequential else None,
-            self.aa.get(OVERALL),
-            self.choice,
-            self.settle_plan,
-            seconds,
-            MOST_ROUNDS,
+            self.decision, self.ranking, self.baseline, self.settle_plan, seconds, MOST_ROUNDS
         )
 
 
@@ -248,45 +235,55 @@ def _setup(sessions: Sequence[Session], logs: Rounds, design: Design, rounds: in
 
 
 def _aa_estimates(
-    setup: Setup, logs: Rounds
-) -> tuple[dict[str, Estimate], dict[str, float], str, list[str]]:
+    setup: Setup, logs: Rounds, given: float | None
+) -> tuple[dict[str, Estimate], dict[str, float], dict[str, float], str, list[str]]:
     """The A/A check (the copy against the baseline process alone) per benchmark and overall,
-    and the margins it implies: the robust spread of one process, sd(A - A') / sqrt(2)."""
-    margins = {b: MIN_MARGIN for b in [*setup.benchmarks, OVERALL]}
-    if setup.aa is None:
-        return (
-            {},
-            margins,
-            "2 % (no A/A control in these results)",
-            [
-                "no A/A control in these results: the noise margin stays at 2 % and the noise "
-                "floor of this machine is unknown"
-            ],
-        )
+    and the margins: the indifference margin (`given`, else the design's: estimates.
+    indifference), never below the robust spread of one process, sd(A - A') / sqrt(2)."""
+    spreads = {b: MIN_MARGIN for b in [*setup.benchmarks, OVERALL]}
     warnings = []
     aa: dict[str, Estimate] = {}
+    if setup.aa is None:
+        warnings.append(
+            "no A/A control in these results: the spread of one process of this machine is "
+            "unknown, so the margin is not held above it"
+        )
+    else:
+        for bench in [OVERALL, *setup.benchmarks]:
+            benches = setup.benchmarks if bench == OVERALL else (bench,)
+            spreads[bench] = noise_margin(setup, logs, benches, setup.timeline.last, True)
+    margins = {
+        b: given if given is not None else indifference(setup, spread)
+        for b, spread in spreads.items()
+    }
+    if given is not None:
+        source = f"{given:.1%} (given with --margin)"
+    else:
+        wanted = "the design's" if setup.design.resolve is not None else "the default"
+        source = (
+            f"{margins[OVERALL]:.1%}: a config within it of the fastest counts as the fastest "
+            f"({wanted}, never below the spread of one process of the same build"
+            + (f", at least {spreads[OVERALL]:.1%} here by the A/A control)" if setup.aa else ")")
+        )
+    if setup.aa is None:
+        return aa, spreads, margins, source, warnings
     ranking_alpha = setup.against_baseline(SPLIT["ranking"])
     bench_alpha = setup.against_baseline(SPLIT["benchmarks"] / max(1, len(setup.benchmarks)))
     for bench in [OVERALL, *setup.benchmarks]:
         benches = setup.benchmarks if bench == OVERALL else (bench,)
-        margins[bench] = noise_margin(setup, logs, benches, setup.timeline.last)
         alpha = ranking_alpha if bench == OVERALL else bench_alpha
         e = aa_control(setup, logs, bench, benches, alpha, margins[bench])
         if e is None:
             continue
         aa[bench] = e
-        if e.verdict in ("faster", "slower"):
+        if not e.low <= 1.0 <= e.high:
             where = "overall" if bench == OVERALL else f"on {bench}"
             warnings.append(
-                f"the A/A control (the baseline against its own copy) comes out {e.verdict} "
-                f"{where} ({e.ratio - 1:+.1%}): this machine was too unsteady for this session "
-                "to be trusted; rerun it on a quieter machine"
+                f"the A/A control (the baseline against its own copy) is {e.ratio:.3f}x "
+                f"[{e.low:.3f}, {e.high:.3f}] {where}: this machine showed one build unlike "
+                "itself; rerun it on a quieter machine"
             )
-    source = (
-        f"{margins[OVERALL]:.1%} (the spread of one process of the same build, from the A/A "
-        "control; never below 2 %)"
-    )
-    return aa, margins, source, warnings
+    return aa, spreads, margins, source, warnings
 
 
 def _flags(sessions: Sequence[Session], setup: Setup) -> dict[str, Flags]:
@@ -397,12 +394,35 @@ def _replay(
                 f"look after round {look.round}: recorded rests {sorted(look.rested)}, the "
                 f"data give {sorted(resting)}"
             )
+        if setup.rules >= 5 and sorted(look.certified) != sorted(replayed.certified):
+            problems.append(
+                f"look after round {look.round}: recorded within the margin "
+                f"{sorted(look.certified)}, the data give {sorted(replayed.certified)}"
+            )
     return recorded, claims, problems
 
 
 def _benchmark_seconds(sessions: Sequence[Session]) -> float | None:
     spent = [s.results.session.elapsed_s or 0.0 for s in sessions]
     return float(sum(spent)) if all(x > 0 for x in spent) else None
+
+
+def _unknown(config: str, setup: Setup, logs: Rounds, margin: float) -> Estimate:
+    """A config without an interval (fewer than two rounds): its estimate where it has one, and
+    an interval that holds anything."""
+    benches = setup.measured.get(config) or setup.benchmarks
+    d = differences(logs, config, setup.reference, benches, setup.look_of(config))
+    ratio = stats.exp(statistics.fmean(d)) if d else 1.0
+    return Estimate(config, OVERALL, ratio, 0.0, math.inf, 0.0, math.nan, len(d), math.nan,
+                    margin, "undecided")  # fmt: skip
+
+
+def _running_at_end(first: model.Results, setup: Setup, design: Design) -> list[str]:
+    """The configs of the last look: those that ran the last round of a sequential session
+    (the baseline's copy aside), every config of a fixed design."""
+    if design.sequential and first.order:
+        return [c for c in first.order[-1] if c in (*setup.compared, setup.baseline)]
+    return [*setup.compared, setup.baseline]
 
 
 def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> HostReport:
@@ -424,11 +444,19 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         for name, v in (s.results.variants or {}).items():
             if v.status == "ready" or name not in variants:
                 variants[name] = v
-    aa, margins, margin_source, warnings = _aa_estimates(setup, logs)
-    if margin is not None:
-        margins = {b: margin for b in margins}
-        margin_source = f"{margin:.1%} (given with --margin)"
+    aa, spreads, margins, margin_source, warnings = _aa_estimates(setup, logs, margin)
     estimates = ranking_estimates(setup, logs, margins[OVERALL])
+    if design.sequential:  # a rested config (rules 4) is judged as the look it rested at did
+        for config, rested in rest_estimates(first.looks).items():
+            if config in estimates:
+                low, high = math.log(rested.low), math.log(rested.high)
+                estimates[config] = replace(
+                    estimates[config],
+                    ratio=rested.ratio,
+                    low=rested.low,
+                    high=rested.high,
+                    verdict=verdict(low, high, margins[OVERALL]),
+                )
     looks, claims, replay = _replay(sessions, setup, logs)
     warnings += final_timeline(first, design, rounds)[2]
     # The outs at the recorded looks, and among the configs that ran to the end a last
@@ -442,12 +470,16 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         warnings.append(
             f"the baseline {setup.baseline} has no results: nothing can be ranked against it"
         )
-    order = [*estimates, *([setup.baseline] if has_baseline else [])]
+    # A config measured too little for an interval stays, unknown: it may be the fastest.
+    unknown = {
+        c: _unknown(c, setup, logs, margins[OVERALL]) for c in setup.compared if c not in estimates
+    }
+    order = [*estimates, *unknown, *([setup.baseline] if has_baseline else [])]
     tier_list = tiers(order, claims)
     base_estimate = Estimate(
         setup.baseline, OVERALL, 1.0, 1.0, 1.0, 0.0, 1.0, rounds, 0.0, margins[OVERALL], "baseline"
     )
-    by_config = {**estimates, setup.baseline: base_estimate}
+    by_config = {**estimates, **unknown, setup.baseline: base_estimate}
     ranking = [
         by_config[c] for tier in tier_list for c in sorted(tier, key=lambda c: -by_config[c].ratio)
     ]
@@ -471,16 +503,25 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
     for config, f in flags.items():
         if not f.clean:
             warnings.append(f"{config}: {f.text()}; it is ranked on what it measured")
-    choice = choose(
-        ranking,
-        lead,
-        setup.baseline,
+    final = take_look(setup, logs, _running_at_end(first, setup, design), setup.timeline.last)
+    # A config that did not measure everything in every round is never the one to use.
+    decision = decide(
+        final.floors if has_baseline else {},
         margins[OVERALL],
+        setup.baseline,
+        by_config,
+        aa.get(OVERALL),
+        rounds,
         {c: f.text() for c, f in flags.items() if not f.clean},
-        configs,
-        variants,
     )
-    noise = session_noise(setup, logs, aa.get(OVERALL), margin is not None)
+    choice = None
+    if has_baseline:
+        left_out = {  # leading, but it did not measure everything
+            c: flags[c].text()
+            for c in lead
+            if c in flags and not flags[c].clean and c != decision.config
+        }
+        choice = choice_for(decision, by_config, setup.baseline, configs, variants, left_out)
     return HostReport(
         host=first.host,
         host_key=sessions[0].host_key,
@@ -493,11 +534,11 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         workload=first.suite.workload.describe() if first.suite.workload else None,
         rounds=rounds,
         margins=margins,
+        spreads=spreads,
         margin_source=margin_source,
         aa=aa,
         warnings=warnings,
-        noise=noise,
-        floor=margins[OVERALL] if margin is not None else MIN_MARGIN,
+        decision=decision,
         estimates={
             **{(c, OVERALL): e for c, e in estimates.items()},
             **_per_benchmark(setup, logs, margins),

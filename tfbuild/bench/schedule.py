@@ -23,7 +23,15 @@ from tfbuild.bench.failures import classify
 from tfbuild.bench.options import payload_config
 from tfbuild.progress import Reporter
 from tfbuild.results.codec import Record, benchmark_result, now
-from tfbuild.results.model import ConfigEntry, Design, Look, Results, Run, Stop
+from tfbuild.results.model import (
+    ConfigEntry,
+    Design,
+    Look,
+    Results,
+    Run,
+    Stop,
+    answer_config,
+)
 from tfbuild.runtime.base import RuntimeEnv
 from tfbuild.text import duration, half_width
 
@@ -47,6 +55,12 @@ class Clock:
 
     def __call__(self) -> float:
         return self.already + time.monotonic() - self.started
+
+
+def _ratio(look: Look, config: str) -> float:
+    """A config's estimate against the baseline at a look (0 without one)."""
+    e = look.estimates.get(config)
+    return e.ratio if e else 0.0
 
 
 def round_order(results: Results, round_: int, keys: Sequence[str]) -> tuple[str, ...]:
@@ -241,20 +255,16 @@ class Schedule:
                 f"{half_width(design.resolve)})"
             )
         left = look.rounds_left
+        if design.decisions >= 5:
+            return self._decided(look, lead, left)
         self.reporter.note(
             f"after round {r}: {summary}; {len(self.active)} configs run"
             + (f"; about {left} more rounds" if left else "")
         )
         resolved = design.resolve is not None and look.resolution <= design.resolve
         if (resolved or not lead) and not look.aa_fit:
-            control = look.estimates.get(aa)
-            shown = (
-                f" ({control.ratio:.3f}x [{control.low:.3f}, {control.high:.3f}])"
-                if control
-                else ""
-            )
             self.reporter.note(
-                f"the A/A control{shown} is still too wide for an answer at the "
+                f"the A/A control{self._control(look)} is still too wide for an answer at the "
                 f"{look.margin:.1%} margin: running on until it is not"
             )
             return None
@@ -273,6 +283,48 @@ class Schedule:
                 f"{half_width(design.resolve)}) after {r} rounds",
             )
         return None
+
+    def _decided(self, look: Look, lead: Sequence[str], left: int | None) -> Stop | None:
+        """Rules 5: stop when a leading config is known to be within the margin of the fastest
+        (the answer is decided) and the A/A control does not show the baseline unlike its own
+        copy."""
+        r, baseline = look.round, self.results.baseline.config
+        known = look.certified
+        named = answer_config(known, baseline, lambda c: _ratio(look, c))
+        floors = {c: f for c, f in look.floors.items() if f is not None}
+        closest = max(floors, key=lambda c: floors[c], default=None)
+        if named is not None:
+            state = f"{named} is within the {look.margin:.1%} margin of the fastest"
+        elif closest is not None:
+            state = (
+                f"none is known within the {look.margin:.1%} margin of the fastest yet (closest: "
+                f"{closest}, at least {min(1.0, floors[closest]):.3f} of it)"
+            )
+        else:
+            state = "nothing is measured yet"
+        leaders = len(lead) + (baseline in look.leading)
+        self.reporter.note(
+            f"after round {r}: {leaders} could be the fastest; {state}; "
+            f"{len(self.active)} configs run" + (f"; about {left} more rounds" if left else "")
+        )
+        if named is None:
+            return None
+        if not look.aa_fit:
+            self.reporter.note(
+                f"the A/A control{self._control(look)} shows the baseline unlike its own copy: "
+                "running on"
+            )
+            return None
+        return Stop(
+            reason="resolved",
+            round=r,
+            message=f"the answer is decided after {r} rounds: {state}",
+        )
+
+    def _control(self, look: Look) -> str:
+        """The A/A control's interval at a look, as a parenthesis (empty without one)."""
+        control = look.estimates.get(self.results.baseline.aa_config or "")
+        return f" ({control.ratio:.3f}x [{control.low:.3f}, {control.high:.3f}])" if control else ""
 
     def _stop_at_limit(self, r: int) -> Stop:
         if not self.design.sequential:

@@ -177,7 +177,8 @@ def session_options(f: F) -> F:
         click.option(
             "--resolve",
             metavar="PERCENT",
-            help="Stop when every config that could be the fastest is known to ± this (5%).",
+            help="The indifference margin (5%): a config within it of the fastest counts as the "
+            "fastest; the session stops once the answer is known at it.",
         ),
         click.option(
             "--min-rounds",

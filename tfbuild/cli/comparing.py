@@ -220,3 +220,77 @@ def replay(results_files: tuple[str, ...], min_rounds: int | None, fmt: str) -> 
         click.echo(json.dumps(doc, indent=2))
         return
     click.echo("\n\n".join(replay_text(str(p), r) for p, r in done))
+
+
+@cli.command()
+@click.argument("names", nargs=-1, metavar="[SCENARIO]...")
+@click.option(
+    "--sessions",
+    type=click.IntRange(1, None),
+    default=300,
+    show_default=True,
+    help="Simulated sessions per scenario.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, None),
+    default=None,
+    help="Processes that simulate at once (default: this machine's CPUs).",
+)
+@click.option(
+    "--from",
+    "saved",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="Show what an earlier run wrote (--format json) instead of running.",
+)
+@format_option({"table": "for a person", "markdown": "for documents", "json": "the numbers"})
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write to this file instead of standard output.",
+)
+@debug_option
+def scenarios(
+    names: tuple[str, ...],
+    sessions: int,
+    workers: int | None,
+    saved: Path | None,
+    fmt: str,
+    output: Path | None,
+) -> None:
+    """How often the answer `compare` leads with is right, on simulated sessions whose true
+    speeds are set (SCENARIO: their names; default: all): each session runs the bench
+    session's own rounds, looks and stop on drawn processes, and its report's answer is scored
+    against the truth at the margin it names. Nothing is installed or run."""
+    import os
+
+    from tfbuild.analysis.scenarios import SCENARIOS, document, run_scenarios
+    from tfbuild.files import atomic_write_text
+    from tfbuild.report.scenarios import scenarios_markdown, scenarios_text
+
+    known = {s.name: s for s in SCENARIOS}
+    if unknown := [n for n in names if n not in known]:
+        raise UsageError(f"unknown scenario {unknown[0]!r}; known: {', '.join(known)}")
+    if saved is not None:
+        try:
+            doc = json.loads(saved.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--from {saved}: not a scenarios run ({exc})") from exc
+    else:
+        chosen = [known[n] for n in names] if names else list(SCENARIOS)
+        tallies = run_scenarios(chosen, sessions, workers or os.cpu_count() or 1)
+        doc = document(tallies, sessions, 0)
+    if fmt == "json":
+        text = json.dumps(doc, indent=2) + "\n"
+    elif fmt == "markdown":
+        text = scenarios_markdown(doc)
+    else:
+        text = scenarios_text(doc)
+    if output is not None:
+        atomic_write_text(output, text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)

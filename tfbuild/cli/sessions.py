@@ -209,8 +209,8 @@ def bench(**params: Any) -> None:
     smoke-tested. Then each round runs every config still in contention once, each in a fresh
     process, in a seeded shuffled order, with the baseline run twice (the A/A control). After
     --min-rounds, a config that cannot be the fastest stops running, and the session stops
-    when every config that could be the fastest is known to ±--resolve, or when --budget (time
-    spent benchmarking) would run out (--rounds N: a fixed design instead). Every raw sample,
+    when a config is known to be within --resolve (the margin) of the fastest, or when --budget
+    (time spent benchmarking) would run out (--rounds N: a fixed design instead). Every raw sample,
     look and elimination goes to RESULTS/<session>.json, rewritten after each finished run;
     --resume continues it. --workload measures a SavedModel, a Keras file or a script instead
     (throughput and p50/p90/p99 latency; --with-suite keeps the suite too).

@@ -137,19 +137,24 @@ def profile_from_cpuinfo(path: Path) -> HostProfile:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise HostProfileError(f"{path}: cannot read ({exc.strerror})") from exc
+    return profile_from_cpuinfo_text(text, str(path))
+
+
+def profile_from_cpuinfo_text(text: str, source: str) -> HostProfile:
+    """A profile from the text of a /proc/cpuinfo (`source` says where it came from)."""
     try:
         info = cpu.parse_cpuinfo(text)
     except ValueError as exc:
-        raise HostProfileError(f"{path}: {exc}") from exc
+        raise HostProfileError(f"{source}: {exc}") from exc
     found = cpuinfo_topology(info)
-    placement, source = found if found else (None, "cpuinfo")
+    placement, kind = found if found else (None, "cpuinfo")
     return HostProfile(
         source="cpuinfo",
-        source_path=str(path),
+        source_path=source,
         detected_at=_now(),
         hostname=None,
         cpu=_cpu_profile(info),
-        topology=build_topology(placement, len(info.processors), source),
+        topology=build_topology(placement, len(info.processors), kind),
     )
 
 

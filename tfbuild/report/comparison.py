@@ -94,7 +94,8 @@ def header_lines(r: HostReport) -> list[str]:
         aa = r.aa[OVERALL]
         lines.append(f"A/A control (the baseline against its copy): {ratio_text(aa)}, {aa.verdict}")
     lead = [c for c in r.tiers[0] if c != r.baseline] if r.tiers else []
-    target = f" (target ±{r.design.resolve:.1%})" if r.design.resolve is not None else ""
+    targeted = r.design.resolve is not None and r.rules < 5  # rules 5: resolve is the margin
+    target = f" (target ±{r.design.resolve:.1%})" if targeted else ""
     lines.append(
         f"Leading tier resolved to ±{pct(r.resolution)}{target}: the widest interval of a "
         "config that could be the fastest"
@@ -122,11 +123,6 @@ def header_lines(r: HostReport) -> list[str]:
             f"resolve its leading tier as well in half of the sessions like it, simulated "
             f"({abs(change):.0%} {'fewer' if change >= 0 else 'more'} here)"
         )
-    lines.append(
-        f"Smallest difference called faster or slower with 80 % power here: {pct(r.detectable)} "
-        "(a config with the median rounds, simulated from this session's noise; after "
-        "multiplicity, alpha spending and the margin)"
-    )
     return lines
 
 
@@ -378,19 +374,10 @@ def choice_lines(r: HostReport) -> list[str]:
     c = r.choice
     if c is None:
         return ["Nothing to recommend: no config has results."]
-    a = r.answer
-    if a.decided:
+    if r.answer.decided:
         head = f"Use {c.variant} with tuning {c.tuning}: {c.reason}."
-    elif c.config != r.baseline:
-        head = (
-            f"Not settled yet (see the answer above), but {c.variant} with tuning {c.tuning} "
-            f"beats the baseline; another config may be faster still: {c.reason}."
-        )
     else:
-        head = (
-            f"Not settled yet (see the answer above); until it is, keep {c.variant} with tuning "
-            f"{c.tuning}: {c.reason}."
-        )
+        head = f"Not settled yet (see the answer above): {c.reason}."
     lines = textwrap.wrap(
         head,
         width=98,
@@ -537,7 +524,12 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
                 "units": r.units,
                 "margins": r.margins,
                 "margin_source": r.margin_source,
-                "detectable": _finite(r.detectable),
+                "decision": {
+                    "kind": r.decision.kind,
+                    "config": r.decision.config,
+                    "margin": r.decision.margin,
+                    "floors": {c: _finite(f) for c, f in r.decision.floors.items()},
+                },
                 "resolution": _finite(r.resolution),
                 "fixed_equivalent": r.fixed_equivalent,
                 "processes": r.processes,

@@ -46,8 +46,15 @@ def summary(r: Replayed) -> dict[str, Any]:
         }
 
     recorded = r.recorded
+    answers = {}
+    if r.answers is not None:
+        answers = {
+            side: {"kind": a.kind, "margin": a.margin, "first": a.lines[0]}
+            for side, a in zip(("recorded", "replayed"), r.answers, strict=True)
+        }
     return {
         "session": recorded.id,
+        "answers": answers,
         "recorded": side(recorded, len(recorded.runs), float(recorded.session.elapsed_s or 0.0)),
         "replayed": {**side(r.replayed, r.processes, r.seconds), "not_recorded": r.missing},
     }
@@ -87,6 +94,11 @@ def replay_text(path: str, r: Replayed) -> str:
         f"{r.seconds / 60:.1f} min of the recorded processes' time "
         f"(recorded: {(recorded.session.elapsed_s or 0) / 60:.1f} min)",
     ]
+    if r.answers is not None:
+        lines += [
+            f"Its answer: {r.answers[1].lines[0]}",
+            f"The recorded session's answer: {r.answers[0].lines[0]}",
+        ]
     if r.missing:
         lines.append(
             f"{r.missing} of these processes were not recorded (a config the session had put "

@@ -368,6 +368,7 @@ def _look(data: Mapping[str, Any]) -> Look:
         rounds_left=data.get("rounds_left"),
         aa_fit=bool(data.get("aa_fit", True)),
         rested=tuple(data.get("rested", ())),
+        floors=dict(data.get("floors") or {}),
     )
 
 
@@ -544,6 +545,7 @@ def look_json(look: Look) -> dict[str, Any]:
         "rounds_left": look.rounds_left,
         **({} if look.aa_fit else {"aa_fit": False}),
         **({"rested": list(look.rested)} if look.rested else {}),
+        **({"floors": dict(look.floors)} if look.floors else {}),
     }
 
 

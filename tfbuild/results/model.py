@@ -9,8 +9,9 @@ a runtime's description, a variant's definition) stay JSON mappings, as they wer
 
 from __future__ import annotations
 
+import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -228,14 +229,40 @@ class Look:
     """Leading configs that run no more rounds from this look on (rules 4): each one's interval
     against the baseline was within the target while another leading config's was not. Each is
     judged at this look from then on, still in the leading tier."""
+    floors: Mapping[str, float | None] = field(default_factory=dict)
+    """Rules 5: each leading config's lower bound of its throughput over the fastest other
+    leading config (multiple comparisons with the best; None when it leads alone); at or above
+    1 / (1 + margin) it is within the margin of the fastest, and the session's answer is
+    decided."""
 
     @property
     def stopped(self) -> frozenset[str]:
         """The configs that run no more rounds from this look on: put out, or rested."""
         return frozenset(e.config for e in self.eliminated).union(self.rested)
 
+    @property
+    def certified(self) -> list[str]:
+        """Rules 5: the leading configs known to be within the margin of the fastest."""
+        return within_margin(self.floors, self.margin)
 
-DECISIONS = 4
+
+def answer_config(known: Sequence[str], baseline: str, ratio: Callable[[str], float]) -> str | None:
+    """Rules 5: of the configs known within the margin of the fastest, the one the answer
+    names: the baseline (keep it), else the one furthest ahead of the baseline."""
+    if baseline in known:
+        return baseline
+    return max(known, key=ratio, default=None)
+
+
+def within_margin(floors: Mapping[str, float | None], margin: float) -> list[str]:
+    """The configs whose floor (their throughput's lower bound over the fastest of the others;
+    None or inf for a config alone) shows them within `margin` of the fastest, best first."""
+    known = {c: math.inf if f is None else f for c, f in floors.items()}
+    bound = 1.0 / (1.0 + margin) - 1e-12
+    return sorted((c for c, f in known.items() if f >= bound), key=lambda c: -known[c])
+
+
+DECISIONS = 5
 """The rules a sequential session's looks are decided by, recorded with its design so that its
 looks replay exactly: 1, Bonferroni within each family, each comparison's own variance, Pocock
 spending for every comparison, looks about 35 % apart; 2, max-t levels for comparisons that
@@ -244,7 +271,11 @@ share a config (Dunnett 1955; Hsu 1984), variances moderated across the comparis
 apart; 3, as 2, and a session stops on its data (the leading tier resolved, or the baseline
 alone leading) only when its A/A control is within the span the answer allows; 4, as 3, and a
 leading config whose interval is within the target while another leading config's is not rests:
-it runs no more rounds and is judged at that look (its claims hold at every look)."""
+it runs no more rounds and is judged at that look (its claims hold at every look); 5, as 2, and
+the session stops when its answer is decided: a leading config is known, by the same family that
+puts configs out, to be within the indifference margin (the design's `resolve`, never below the
+spread of one process) of the fastest, and the A/A control does not show the baseline unlike
+itself; no config rests."""
 
 
 @dataclass(frozen=True, kw_only=True)

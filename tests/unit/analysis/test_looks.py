@@ -112,18 +112,20 @@ def test_a_fixed_design_of_the_rounds_the_report_names_resolves_half_the_time() 
 
 
 def test_a_leader_known_to_the_target_rests_while_another_is_not() -> None:
-    """Rules 4: at a look, a leading config whose interval against the baseline is within the
-    target, while another leading config's is not, rests. Over 20 replayed sessions of 4 configs
-    of the same build (so each is a leader): each rest happens only then; the rested config
+    """Rules 4 (sessions recorded under them still replay by them): at a look, a leading config
+    whose interval against the baseline is within the target, while another leading config's is
+    not, rests. Over 20 replayed sessions of 4 configs of the same build (so each is a
+    leader): each rest happens only then; the rested config
     runs no round after that look; every later look keeps it in the leading tier with the
     interval it rested with, within the target, and never puts it out; the report keeps it in
     the leading tier, judged at the look it rested at, its looks replaying without a
     difference. Under rules 3 the same sessions rest nothing."""
     target = SEQUENTIAL.resolve
     assert target is not None
+    rules4 = replace(SEQUENTIAL, decisions=4)
     rests = 0
     for seed in range(20):
-        doc = replay_session(4, SEQUENTIAL, 80_000 + seed)
+        doc = replay_session(4, rules4, 80_000 + seed)
         r = report(doc)
         assert not r.replay, r.replay
         rested: dict[str, LookEstimate] = {}
@@ -151,7 +153,7 @@ def test_a_leader_known_to_the_target_rests_while_another_is_not() -> None:
 
 
 def test_replay_notices_an_edited_rest() -> None:
-    doc = replay_session(4, SEQUENTIAL, 80_001)
+    doc = replay_session(4, replace(SEQUENTIAL, decisions=4), 80_001)
     looks = doc.looks or ()
     k = next(i for i, look in enumerate(looks) if look.rested)
     edited = (*looks[:k], replace(looks[k], rested=()), *looks[k + 1 :])
@@ -165,27 +167,3 @@ def test_replay_notices_an_edited_elimination() -> None:
     edited = tuple(replace(look, eliminated=()) for look in doc.looks or ())
     assert edited != doc.looks
     assert report(replace(doc, looks=edited)).replay
-
-
-@pytest.mark.slow
-def test_the_detectable_difference_the_report_prints_is_found_with_its_power() -> None:
-    """The report prints the smallest difference it calls faster or slower with 80 % power.
-    On 200 sessions of 4 configs x 10 rounds where every config is the same build, take the
-    median of what their reports print; then in 200 sessions where one config is faster by
-    that much, and 200 where it is slower by as much, it is called so in 75-90 % of them
-    (either direction at least 70 %: the real processes' times are skewed by slow outliers,
-    which costs the slower side a little)."""
-    runs = pool()
-    printed = [
-        report(replay_session(4, fixed(10), seed, runs=runs)).detectable for seed in range(SESSIONS)
-    ]
-    d = statistics.median(printed)
-    assert 0.05 < d < 0.3, d
-    found = {"faster": 0, "slower": 0}
-    for seed in range(SESSIONS):
-        for verdict, factor, base in (("faster", 1 + d, 30_000), ("slower", 1 / (1 + d), 40_000)):
-            doc = replay_session(4, fixed(10), base + seed, {"c01:default": factor}, runs)
-            found[verdict] += report(doc).estimates[("c01:default", OVERALL)].verdict == verdict
-    rate = (found["faster"] + found["slower"]) / (2 * SESSIONS)
-    assert 0.75 <= rate <= 0.90, (d, found)
-    assert min(found.values()) >= 0.70 * SESSIONS, (d, found)
