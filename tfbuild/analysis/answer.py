@@ -119,13 +119,13 @@ def _faster_by(e: Estimate) -> str:
 
 
 def _settle_line(
-    settle: tuple[int, int] | None, target: float, seconds: float | None, most: int
+    settle: tuple[int, int] | None, margin: float, seconds: float | None, most: int
 ) -> str:
     if settle is None:
         return (
-            f"Resolving it to ±{target:.1%} would take more than {most} rounds of every config "
-            "here (simulated from this session's noise): pin the processes (--cpus) or use a "
-            "quieter machine."
+            f"Deciding it at the {margin:.1%} margin would take more than {most} rounds of every "
+            "config here (simulated from this session's noise): pin the processes (--cpus), use "
+            "a quieter machine, or a wider --resolve margin."
         )
     rounds, processes = settle
     budget = ""
@@ -134,8 +134,8 @@ def _settle_line(
         budget = f", about {minutes} min at {seconds:.1f} s a process"
     return (
         f"To settle it: about {rounds} rounds of every config ({processes} benchmark processes"
-        f"{budget}; `--rounds={rounds}`) resolve the leading tier to ±{target:.1%} in half of "
-        "the sessions like this one, simulated from its noise."
+        f"{budget}; `--rounds={rounds}`) decide the answer at the {margin:.1%} margin in half "
+        "of the sessions like this one, simulated from its estimates and noise."
     )
 
 
@@ -147,9 +147,9 @@ def answer(
     seconds: float | None,
     most: int,
 ) -> Answer:
-    """The answer of one host's report, from its decision. `settle(target)` plans the fixed
-    design that would resolve the leading tier (simulated; asked only when no config is known
-    within the margin yet); `seconds` is the time of one benchmark process, when the session
+    """The answer of one host's report, from its decision. `settle(margin)` plans the fixed
+    design that would decide the answer (simulated; asked only when no config is known within
+    the margin yet); `seconds` is the time of one benchmark process, when the session
     recorded it."""
     margin, sure = decision.margin, f"{CONFIDENCE:.1%} confidence"
     by_config = {e.config: e for e in ranking}

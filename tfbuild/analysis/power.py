@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -233,6 +233,12 @@ def fixed_rounds(
         (share,) = (float(r.mean()) for r in resolved(forecast, leaders, [(n, level)], target))
         return share >= RESOLVED
 
+    return _fewest(enough)
+
+
+def _fewest(enough: Callable[[int], bool]) -> int | None:
+    """The fewest rounds for which `enough` holds (it holds for all more), None beyond
+    MOST_ROUNDS."""
     lo, hi = 1, 2
     while not enough(hi):
         if hi >= MOST_ROUNDS:
@@ -308,13 +314,15 @@ def decided(
     margin: float,
     seed: int = 0,
     draws: int = PLAN_DRAWS,
+    fresh: bool = False,
 ) -> Iterator[np.ndarray]:
     """Rules 5: for each of `looks` (`more` rounds from now, the one-sided level of the
     selection family there), over simulated continuations: whether the answer is decided there,
     some leader or the baseline known within `margin` of the fastest of them (their floors,
     estimates.floors, from the trimmed means of the paired rounds). A leader's new rounds
-    against the baseline are drawn at its variance, correlated across the leaders at
-    BASELINE_RHO (the baseline's noise is in each of them)."""
+    against the baseline are drawn about its mean so far at its variance, correlated across
+    the leaders at BASELINE_RHO (the baseline's noise is in each of them); they follow its
+    rounds so far, or with `fresh` stand alone (a new session of `more` rounds)."""
     if not looks:
         return
     rng = np.random.default_rng(seed)
@@ -327,23 +335,25 @@ def decided(
         own = rng.standard_normal((draws, most))
         noise = math.sqrt(BASELINE_RHO) * shared[:, 0] + math.sqrt(1 - BASELINE_RHO) * own
         new = center + noise * math.sqrt(leader.variance)
-        series.append(np.concatenate([np.broadcast_to(observed, (draws, observed.size)), new], 1))
+        kept = observed[:0] if fresh else observed
+        series.append(np.concatenate([np.broadcast_to(kept, (draws, kept.size)), new], 1))
     bound = -math.log1p(margin)
     for more, level in looks:
         columns = [values[:, : values.shape[1] - most + more] for values in series]
         if level <= 0.0 or min((c.shape[1] for c in columns), default=0) < 2:
             yield np.zeros(draws, dtype=bool)
             continue
-        low = np.full((draws, len(columns) + 1), np.inf)  # the leaders', then the baseline's
-        pairs = [(i, j) for i in range(len(columns)) for j in range(i + 1, len(columns) + 1)]
-        for i, j in pairs:
-            d = columns[i] - (columns[j] if j < len(columns) else 0.0)
-            mean, spread, h = stats.trimmed_along(d)
-            se = np.sqrt(spread * d.shape[1]) / h
-            reach = _t_quantile(1.0 - level, np.full(draws, h - 1.0)) * se
-            low[:, i] = np.minimum(low[:, i], mean - reach)
-            low[:, j] = np.minimum(low[:, j], -mean - reach)
-        known: np.ndarray = np.asarray((low >= bound).any(axis=1))
+        # every pair at once: the leaders, then the baseline (whose ratio to itself is 0)
+        values = np.stack([*columns, np.zeros_like(columns[0])], axis=1)
+        first, second = np.triu_indices(values.shape[1], k=1)
+        mean, spread, h = stats.trimmed_along(values[:, first] - values[:, second])
+        reach = (
+            _t_quantile(1.0 - level, np.array([h - 1.0]))[0] * np.sqrt(spread * values.shape[2]) / h
+        )
+        low = np.full((draws, values.shape[1], values.shape[1]), np.inf)
+        low[:, first, second] = mean - reach
+        low[:, second, first] = -mean - reach
+        known: np.ndarray = np.asarray((low.min(axis=2) >= bound).any(axis=1))
         yield known
 
 
@@ -405,3 +415,22 @@ def fixed_equivalent(setup: Setup, logs: Rounds, lead: Sequence[str], target: fl
     if found is None or not found[1]:
         return None
     return fixed_rounds(*found, target, setup.against_baseline(SPLIT["ranking"]))
+
+
+def fixed_decided(
+    setup: Setup, logs: Rounds, candidates: Sequence[str], margin: float
+) -> int | None:
+    """Rules 5: the rounds a new session of a fixed design (every config every round, one look
+    at the selection family's level) would need for its answer to be decided at `margin` in at
+    least half of the sessions like this one: `candidates` (the configs that could still be
+    the fastest) drawn about their estimates at their variances; None beyond MOST_ROUNDS."""
+    found = forecast_of(setup, logs, candidates, going_on=True, bound=stats.POINT)
+    if found is None or not found[1]:
+        return None
+    leaders, level = found[1], setup.against_best(SPLIT["selection"])
+
+    def enough(n: int) -> bool:
+        (share,) = (float(r.mean()) for r in decided(leaders, [(n, level)], margin, fresh=True))
+        return share >= RESOLVED
+
+    return _fewest(enough)

@@ -82,6 +82,7 @@ from tfbuild.analysis.estimates import (
 from tfbuild.analysis.looks import decisions, rest_estimates, take_look
 from tfbuild.analysis.power import (
     MOST_ROUNDS,
+    fixed_decided,
     fixed_equivalent,
 )
 from tfbuild.analysis.rounds import Rounds, differences, raw_samples, round_table
@@ -488,15 +489,12 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
     achieved = resolution(leading_others, estimates)
     per_round = len(setup.compared) + 1 + (1 if setup.aa else 0)
 
-    def settle_plan(target: float) -> tuple[int, int] | None:
-        n = fixed_equivalent(setup, logs, leading_others, target)
-        return None if n is None else (n, n * per_round)
-
     fixed_plan = None
     if design.sequential and leading_others and math.isfinite(achieved):
 
         def fixed_plan() -> tuple[int, int] | None:
-            return settle_plan(achieved)
+            n = fixed_equivalent(setup, logs, leading_others, achieved)
+            return None if n is None else (n, n * per_round)
 
     warnings += software_differences(variants)
     flags = _flags(sessions, setup)
@@ -514,6 +512,12 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         rounds,
         {c: f.text() for c, f in flags.items() if not f.clean},
     )
+    candidates = [c for c in decision.floors if c != setup.baseline]
+
+    def settle_plan(margin: float) -> tuple[int, int] | None:
+        n = fixed_decided(setup, logs, candidates, margin)
+        return None if n is None else (n, n * per_round)
+
     choice = None
     if has_baseline:
         left_out = {  # leading, but it did not measure everything

@@ -24,10 +24,12 @@ def test_no_false_claims_under_the_null(configs: int, design: str) -> None:
     """Every config replays processes of the same real build: in at most 5 % of 200 sessions
     does the report claim anything faster or slower (verdicts overall and per benchmark and
     the A/A check), with a fixed 10-round design and with adaptive stopping (the default
-    matrix's looks from round 3)."""
+    matrix's looks from round 3). So each config is a fastest config, and putting it out is the
+    selection's error: with 16 configs, each is put out in at most 1.5 % of the sessions (the
+    selection's share of alpha; 3200 trials, the binomial sd at 1.5 % is 0.21 %)."""
     runs = pool()
     chosen = fixed(10) if design == "fixed" else SEQUENTIAL
-    wrong = 0
+    wrong = out = 0
     rounds = []
     for seed in range(SESSIONS):
         doc = replay_session(configs, chosen, seed, runs=runs)
@@ -35,28 +37,15 @@ def test_no_false_claims_under_the_null(configs: int, design: str) -> None:
         r = report(doc)
         assert not r.replay, r.replay
         wrong += bool(false_claims(r))
+        out += len({c.config for c in r.out})
     assert wrong <= 0.05 * SESSIONS, (wrong, statistics.mean(rounds))
+    if configs == 16:
+        rate = out / (configs * SESSIONS)
+        assert rate <= SPLIT["selection"] + 0.005, rate
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("design", ["fixed", "sequential"])
-def test_the_fastest_config_stays_in_the_leading_tier(design: str) -> None:
-    """All 16 configs replay the same build, so each one is a fastest config and putting it out
-    is the selection's error: over 200 sessions each config is put out in at most 1.5 % of
-    them (the selection's share of alpha), with a fixed design and with adaptive stopping."""
-    runs = pool()
-    chosen = fixed(10) if design == "fixed" else SEQUENTIAL
-    out = 0
-    for seed in range(SESSIONS):
-        doc = replay_session(16, chosen, 20_000 + seed, runs=runs)
-        out += len({c.config for c in report(doc).out})
-    rate = out / (16 * SESSIONS)
-    # 3200 trials: the binomial sd at 1.5 % is 0.21 %
-    assert rate <= SPLIT["selection"] + 0.005, rate
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("configs", "sessions"), [(4, 200), (16, 100)])
+@pytest.mark.parametrize(("configs", "sessions"), [(4, 200), (16, 60)])
 def test_the_eta_is_the_median_stop(configs: int, sessions: int) -> None:
     """At a look, the rounds a running session says are left (the ETA) name a scheduled look
     by which half of the sessions like it have stopped on their resolution. On replayed
