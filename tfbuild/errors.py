@@ -6,8 +6,15 @@ The CLI prints ``str(error)`` and exits with ``error.exit_code``; a traceback is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+_ERROR = re.compile(r"(?i)\b(error|fatal|unable to|could not|cannot|no such)\b")
+_SUMMARY = re.compile(r"error executing command|^(FAILED|INFO|Target //|Use --verbose)")
+_ID = re.compile(r"\b[0-9a-f]{12,64}\b")
+_FIGURE = re.compile(r"\d+(\.\d+)?")
 
 
 class TfbuildError(Exception):
@@ -99,6 +106,26 @@ class BuildFailed(TfbuildError):
     """A Docker build or the bazel build inside it failed (the log tail and path say why)."""
 
     exit_code = 7
+
+    def __init__(self, message: str, tail: Sequence[str] = (), log: Path | None = None) -> None:
+        super().__init__(message)
+        self.tail = tuple(tail)
+        self.log = log
+
+    def full(self) -> str:
+        """The message, then the last lines of the build log."""
+        if not self.tail:
+            return str(self)
+        return f"{self}\n--- last lines of {self.log} ---\n" + "\n".join(self.tail)
+
+    def cause(self, variant: str) -> str:
+        """What tells this failure apart from another variant's: its message and the first line
+        of the log's tail that says what went wrong (not bazel's summary or the command line,
+        which carry the variant's own flags), the variant's name, the engine's ids and the
+        figures taken out."""
+        said = [line for line in self.tail if _ERROR.search(line) and not _SUMMARY.search(line)]
+        text = "\n".join([str(self), *said[:1]]).replace(variant, "<variant>")
+        return _FIGURE.sub("#", _ID.sub("<id>", text))
 
 
 class IncompatibleWheel(TfbuildError):

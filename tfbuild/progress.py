@@ -3,6 +3,7 @@ nothing with -q. Stages report through this interface and never print on their o
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from types import TracebackType
@@ -28,6 +29,7 @@ class Reporter:
         self.total = 0
         self.done = 0
         self.started = time.monotonic()
+        self.said_at = -math.inf
 
     def __enter__(self) -> Reporter:
         return self
@@ -51,6 +53,16 @@ class Reporter:
     def running(self, description: str) -> None:
         """What is running now (shown live on a terminal; a no-op here)."""
 
+    STATUS_EVERY_S = 60.0
+
+    def status(self, description: str) -> None:
+        """How far a long step is (a build's actions and ETA): live on a terminal, here a line
+        at first and then at most once a minute."""
+        now = time.monotonic()
+        if now - self.said_at >= self.STATUS_EVERY_S:
+            self.said_at = now
+            self.console.print(description, markup=False)
+
     def retotal(self, total: int) -> None:
         """The amount of work changed (a sequential session re-estimates it after each look)."""
         self.total = max(total, self.done)
@@ -68,6 +80,9 @@ class Reporter:
 
 class QuietReporter(Reporter):
     def note(self, message: str) -> None:
+        return None
+
+    def status(self, description: str) -> None:
         return None
 
     def start(self, total: int, description: str) -> None:
@@ -116,6 +131,9 @@ class RichReporter(Reporter):
     def running(self, description: str) -> None:
         if self.task is not None:
             self.progress.update(self.task, description=description)
+
+    def status(self, description: str) -> None:
+        self.running(description)
 
     def retotal(self, total: int) -> None:
         super().retotal(total)

@@ -12,6 +12,7 @@ real TensorFlow 2.15 recipe's toolchain stage is built too.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -27,6 +28,7 @@ from support.env import BASE_IMAGE, FIXTURES, TOY
 
 from tfbuild import engine, wheelfile
 from tfbuild.audit import isa
+from tfbuild.build.estimate import BazelProgress
 from tfbuild.build.render import PREFLIGHT, template_dirs
 from tfbuild.build.stage import BuildOptions, prepare
 from tfbuild.config.load import load_matrix
@@ -173,6 +175,48 @@ def test_interrupted_build_leaves_nothing_half_done(own_store: Path, tmp_path: P
     # the previous complete wheel and its manifest are untouched
     assert stored(own_store, "avx512") == (wheel, manifest)
     assert sha256_of(wheel) == manifest["sha256"]
+
+
+def test_builds_failing_for_one_cause_say_it_once(toy_store: Path, tmp_path: Path) -> None:
+    """Both toy variants from a source with one compiler error (the toy store exists first, so
+    the image layers before the source are the engine's cache): the error is said once with
+    the log's tail, the second variant names the first; the tails shown and the logs kept
+    carry no terminal escape (the engine colours a build step's stderr)."""
+    source = shutil.copytree(TOY / "src", tmp_path / "src")
+    probe = source / "probe.c"
+    probe.write_text(probe.read_text() + "\nstatic int broken = 1\n", encoding="utf-8")
+    store = tmp_path / "wheels"
+    proc = run_tfbuild(*toy_build_args(store, "--all", "--force", source=source), timeout=900)
+    assert proc.returncode == 7, proc.stdout + proc.stderr
+    said = proc.stdout + proc.stderr
+    assert "\x1b" not in said
+    assert said.count("error: expected") == 1, said[-3000:]
+    assert re.search(r"avx2-fma: bazel \d+ of \d+ actions \(\d+%\)", said), said[-3000:]
+    logs = sorted(store.glob("*/build.log"))
+    assert len(logs) == 2 and all("\x1b" not in log.read_text() for log in logs)
+    assert not any("\x1b" in log.read_text() for log in toy_store.glob("*/build.log"))
+    assert (
+        f"avx512: as avx2-fma did (log: {store / logs[1].parent.name / 'build.log'})"
+        in " ".join(said.split())
+    )
+
+
+def test_bazels_progress_in_a_real_build_log(toy_store: Path) -> None:
+    """The toy builds' logs hold bazel's own progress lines ("[0 / 4] [Prepa] ...", "[4 / 6]
+    Compiling probe.c; ..."), as many as bazel printed (a toy build is seconds, so often one);
+    read one second apart they become actions done of the total, with an ETA once the count
+    moved (the unit tests hold the ETA itself)."""
+    progress = BazelProgress()
+    lines = [
+        line
+        for log in sorted(toy_store.glob("*/build.log"))
+        for line in log.read_text().splitlines()
+    ]
+    said = [s for n, line in enumerate(lines) if (s := progress.update(line, float(n)))]
+    assert said, "no bazel progress line in the build logs"
+    assert progress.total >= max(progress.done, 1)
+    shape = r"bazel \d+ of \d+ actions \(\d+%\)(, about .+ left)?"
+    assert all(re.fullmatch(shape, s) for s in said), said
 
 
 def test_runtime_container_runs_wheel_without_network(toy_store: Path) -> None:

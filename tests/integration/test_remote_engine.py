@@ -283,7 +283,7 @@ suite: {{benchmarks: [matmul-pinned], rounds: 2}}
     )
     proc, plans = plans_made(
         tmp_path / "plans.jsonl",
-        "run", *in_containers(matrix, tf_workspace, tmp_path / "results", seed=8),
+        "run", "--build", *in_containers(matrix, tf_workspace, tmp_path / "results", seed=8),
         env={"DOCKER_HOST": url}, timeout=1200,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

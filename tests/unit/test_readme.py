@@ -94,6 +94,7 @@ def test_readme_states_the_suite_and_design_the_code_has() -> None:
         "process on this machine" in text
     )
     assert f"nor reaches beyond {span} the margin" in text
+    assert f"({quick.budget_s / 60:.0f} minutes of benchmarking, `--quick`'s budget" in text
     assert (
         "or when the next round would end after `--budget` "
         f"({default.budget_s / 60:.0f} min of benchmarking" in text

@@ -21,6 +21,7 @@ from typing import Any
 from packaging.utils import parse_wheel_filename
 
 from tfbuild import __version__, engine, pip, wheelfile
+from tfbuild.build.estimate import BazelProgress, BuildEstimate, estimate, plain, rough
 from tfbuild.build.recipe import OUT_DIR, REMOTE_HEADER_ENV, Recipe, make_recipe
 from tfbuild.build.render import PREFLIGHT, Rendered, render, template_dirs
 from tfbuild.errors import BuildFailed, InstallError
@@ -128,23 +129,25 @@ def build_variant(
     folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / "build.log"
     tail: list[str] = []
+    progress = BazelProgress()
     with log_path.open("w", encoding="utf-8") as log_file:
 
-        def log(line: str) -> None:
+        def log(raw: str) -> None:
+            line = plain(raw)
             log_file.write(line + "\n")
             log_file.flush()
             tail.append(line)
             del tail[:-LOG_TAIL]
-            if line.startswith("Step ") or line.startswith("[") or line.startswith("INFO:"):
+            if (said := progress.update(line, time.monotonic())) is not None:
+                reporter.status(f"{variant.name}: {said}")
+            elif line.startswith("Step ") or line.startswith("INFO:"):
                 reporter.running(f"{variant.name}: {line[:90]}")
 
         try:
             wheel = _run_build(planned, recipe, rendered, settings, base, key, store, log,
                                started, host, matrix.defaults.bazel.network)  # fmt: skip
         except BuildFailed as exc:
-            raise BuildFailed(
-                f"{variant.name}: {exc}\n--- last lines of {log_path} ---\n" + "\n".join(tail)
-            ) from exc
+            raise BuildFailed(f"{variant.name}: {exc}", tail=tail, log=log_path) from exc
     return Outcome(variant.name, "built", wheel, f"content key {key[:12]}",
                    time.monotonic() - started)  # fmt: skip
 
@@ -239,6 +242,60 @@ def _run_build(
     return final
 
 
+def in_store(store: WheelStore, planned: PlannedVariant) -> bool:
+    """Whether the store holds this variant's wheel as the plan asks for it (its build key),
+    intact (its sha256)."""
+    manifest = store.read_manifest(planned.variant.id)
+    if manifest is None or manifest.get("build_key") != planned.build_key:
+        return False
+    wheel = store.folder(planned.variant.id) / str(manifest.get("wheel", ""))
+    return wheel.is_file() and sha256_of(wheel) == manifest.get("sha256")
+
+
+def estimates(
+    variants: Sequence[PlannedVariant], plan: Plan, store: WheelStore
+) -> dict[str, BuildEstimate]:
+    """Each source build's estimate on the plan's machine (where the engine runs)."""
+    bazel = plan.matrix.defaults.bazel
+    return {
+        pv.variant.name: estimate(
+            pv.variant.name,
+            plan.host,
+            store.read_manifest(pv.variant.id),
+            remote_executor=bazel.remote_executor is not None,
+            cuda=pv.variant.cuda is not None,
+            remote_cache=bazel.remote_cache is not None,
+        )
+        for pv in variants
+    }
+
+
+def build_plan_lines(
+    variants: Sequence[PlannedVariant], plan: Plan, store: WheelStore
+) -> list[str]:
+    """What a person reads before builds start: each build and its estimate, and the total."""
+    found = estimates(variants, plan, store)
+    lines = [f"{name}: {e.describe()}" for name, e in found.items()]
+    total = sum(e.seconds for e in found.values())
+    if len(found) > 1:
+        lines.append(f"in all about {rough(total)}, one build after another")
+    return lines
+
+
+def left_out_message(variants: Sequence[PlannedVariant], plan: Plan, store: WheelStore) -> str:
+    """The source builds a run leaves out (not in the store), with how to build them and how
+    long that takes here."""
+    found = estimates(variants, plan, store)
+    names = [pv.variant.name for pv in variants]
+    each = "; ".join(f"{name}: {e.describe()}" for name, e in found.items())
+    command = "tfbuild build " + " ".join(f"--variant {n}" for n in names)
+    return (
+        f"Left out the source build{'s' if len(names) > 1 else ''} {', '.join(names)}: "
+        f"{'they are' if len(names) > 1 else 'it is'} not in the store, and a run builds only "
+        f"when asked (--build). To build: `{command}` ({each}); then run again."
+    )
+
+
 def release_check(wheel_name: str) -> None:
     """A built wheel carries a release version: a pre-release or local version means the tree
     built a snapshot (TensorFlow's .bazelrc defaults to ML_WHEEL_TYPE=snapshot, which makes
@@ -262,15 +319,23 @@ def build_many(
     """Build the planned variants (`jobs` at a time on the engine), each outcome reported as it
     comes; returns the failures by variant name, each message with the build log's tail."""
     failures: dict[str, str] = {}
+    causes: dict[str, str] = {}  # what a failure's tail ends with -> the first variant it failed
     reporter.start(len(variants), "building")
 
     def one(planned: PlannedVariant) -> None:
-        reporter.running(f"{planned.variant.name}: starting")
+        name = planned.variant.name
+        reporter.running(f"{name}: starting")
         try:
             outcome = build_variant(planned, plan, store, reporter, options)
         except (BuildFailed, InstallError) as exc:
-            failures[planned.variant.name] = str(exc)
-            reporter.note(f"[red]failed[/] {exc}")
+            failures[name] = exc.full() if isinstance(exc, BuildFailed) else str(exc)
+            cause = exc.cause(name) if isinstance(exc, BuildFailed) else str(exc)
+            if cause in causes:
+                where = f" (log: {exc.log})" if isinstance(exc, BuildFailed) and exc.log else ""
+                reporter.note(f"[red]failed[/] {name}: as {causes[cause]} did{where}")
+            else:
+                causes[cause] = name
+                reporter.note(f"[red]failed[/] {failures[name]}")
         else:
             reporter.note(
                 f"{outcome.variant}: {outcome.status}: {outcome.wheel} "

@@ -130,7 +130,7 @@ def build(
     Building an unchanged variant again is a no-op (--force rebuilds). Prebuilt variants are
     fetched instead.
     """
-    from tfbuild.build.stage import BuildOptions, build_many
+    from tfbuild.build.stage import BuildOptions, build_many, build_plan_lines, in_store
     from tfbuild.engine import docker_status
     from tfbuild.plan.make import make_plan
     from tfbuild.plan.select import select
@@ -179,6 +179,10 @@ def build(
                 f"{'; '.join(pv.verdict.reasons)}; built as asked",
                 err=True,
             )
+    store = WheelStore(settings.store)
+    to_build = [pv for pv in planned if pv.variant.needs_build and not in_store(store, pv)]
+    for line in build_plan_lines(to_build, plan, store):
+        click.echo(f"build {line}", err=True)
     if settings.dry_run:
         for pv in planned:
             _print_dry_run(pv, plan, options)
@@ -191,9 +195,7 @@ def build(
         )
     reporter = make_reporter(settings.quiet)
     with reporter:
-        failures = build_many(
-            planned, plan, WheelStore(settings.store), reporter, options, settings.jobs
-        )
+        failures = build_many(planned, plan, store, reporter, options, settings.jobs)
     if failures:
         raise BuildFailed(f"{len(failures)} of {len(planned)} builds failed; see above")
 

@@ -39,7 +39,7 @@ from tfbuild.cli.common import (
 )
 from tfbuild.cli.planning import SessionMachine, read_matrix, session_plan
 from tfbuild.engine import DockerInfo
-from tfbuild.errors import EngineUnavailable, NothingRan
+from tfbuild.errors import EngineUnavailable, NotBuiltError, NothingRan
 from tfbuild.results.model import Results
 
 if TYPE_CHECKING:
@@ -375,13 +375,21 @@ def no_engine_message(names: Sequence[str], engine_status: DockerInfo) -> str:
 @selection_options
 @store_option
 @session_options
+@click.option(
+    "--build",
+    "build_sources",
+    is_flag=True,
+    help="Build the source variants that are not in the store first (each takes hours; the "
+    "estimates are printed before they start). Without it they are left out and named.",
+)
 @debug_option
-def run(**params: Any) -> None:
+def run(build_sources: bool, **params: Any) -> None:
     """The whole loop: which TensorFlow build and settings are fastest here, and will they run.
 
-    Detects this machine, plans the matrix, builds the source variants (when a Docker engine is
-    reachable; otherwise says once which were skipped and how to include them) or fetches the
-    prebuilt ones, audits every wheel (skipping those that cannot run here), benchmarks every
+    Detects this machine, plans the matrix, fetches the prebuilt variants, takes the source
+    variants already built in the store (with --build, builds the others first, after printing
+    how long each takes here; without it, names them with the command that builds them and
+    that estimate), audits every wheel (skipping those that cannot run here), benchmarks every
     (variant, tuning) config, ranks them, writes RESULTS/<session>.html and prints the ranking
     and the config to use.
     """
@@ -391,7 +399,13 @@ def run(**params: Any) -> None:
     from tfbuild.analysis.report import analyse
     from tfbuild.analysis.sessions import load_sessions
     from tfbuild.bench.session import run_session
-    from tfbuild.build.stage import BuildOptions, build_many
+    from tfbuild.build.stage import (
+        BuildOptions,
+        build_many,
+        build_plan_lines,
+        in_store,
+        left_out_message,
+    )
     from tfbuild.engine import docker_status
     from tfbuild.files import atomic_write_text
     from tfbuild.progress import make_reporter
@@ -411,26 +425,43 @@ def run(**params: Any) -> None:
         plan = session_plan(
             matrix, settings.selection, settings.machine, engine_status, reporter.note
         )
+        store = workspace.store
         sources = [pv for pv in plan.variants if pv.variant.needs_build]
-        if sources and not engine_status.reachable:
-            skipped = [pv.variant.name for pv in sources]
-            if len(skipped) == len(plan.variants):
-                raise EngineUnavailable(no_engine_message(skipped, engine_status))
-            reporter.note(f"[yellow]{no_engine_message(skipped, engine_status)}[/]")
-            plan = plan.without(skipped)
-        elif sources:
-            buildable = []
-            for pv in sources:
-                if pv.verdict.runs is False:  # the bench records why, with the plan's reasons
-                    reporter.note(
-                        f"not building {pv.variant.name}: it cannot run here "
-                        f"({'; '.join(pv.verdict.reasons)})"
-                    )
-                else:
-                    buildable.append(pv)
-            if buildable:
-                failed = build_many(buildable, plan, workspace.store, reporter, BuildOptions())
-                options = dataclasses.replace(options, build_failures=failed)
+        for pv in sources:
+            if pv.verdict.runs is False:  # the bench records why, with the plan's reasons
+                reporter.note(
+                    f"not building {pv.variant.name}: it cannot run here "
+                    f"({'; '.join(pv.verdict.reasons)})"
+                )
+        missing = [pv for pv in sources if pv.verdict.runs is not False and not in_store(store, pv)]
+        names = [pv.variant.name for pv in missing]
+        # nothing to rank without the baseline, or with nothing else that runs here
+        alone = matrix.baseline.variant in names or all(
+            pv in missing or pv.verdict.runs is False for pv in plan.variants
+        )
+        if missing and not build_sources:
+            left_out = left_out_message(missing, plan, store)
+            if alone:
+                lacking = (
+                    f"the baseline {matrix.baseline.variant}"
+                    if matrix.baseline.variant in names
+                    else "every config that runs here"
+                )
+                raise NotBuiltError(f"Nothing to rank: {lacking} needs a build. {left_out}")
+            reporter.note(f"[yellow]{left_out}[/]")
+            plan = plan.without(names)
+            skipped = [left_out]
+        elif missing and not engine_status.reachable:
+            if alone:
+                raise EngineUnavailable(no_engine_message(names, engine_status))
+            reporter.note(f"[yellow]{no_engine_message(names, engine_status)}[/]")
+            plan = plan.without(names)
+            skipped = [no_engine_message(names, engine_status)]
+        elif missing:
+            for line in build_plan_lines(missing, plan, store):
+                reporter.note(f"build {line}")
+            failed = build_many(missing, plan, store, reporter, BuildOptions())
+            options = dataclasses.replace(options, build_failures=failed)
         path = run_session(plan, options, workspace, reporter, SequentialLooks())
     _require_measurements(load(path), path)
     reports = analyse(load_sessions([path]))
@@ -439,6 +470,6 @@ def run(**params: Any) -> None:
     out = console()
     out.print(compare_view(reports, out.width), crop=False)
     out.print(f"\nresults: {path}\nreport:  {html_path}")
-    if skipped:
-        out.print(no_engine_message(skipped, engine_status))
+    for said in skipped:
+        out.print(said)
     out.print(Text(answer_lines(reports)[0], style="bold"))
