@@ -45,7 +45,7 @@ def test_no_false_claims_under_the_null(configs: int, design: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("configs", "sessions"), [(4, 200), (16, 60)])
+@pytest.mark.parametrize(("configs", "sessions"), [(4, 200), (16, 40)])
 def test_the_eta_is_the_median_stop(configs: int, sessions: int) -> None:
     """At a look, the rounds a running session says are left (the ETA) name a scheduled look
     by which half of the sessions like it have stopped on their resolution. On replayed
