@@ -22,13 +22,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from support.cli import run_tfbuild, toy_build, toy_build_args, toy_cache
+from support.cli import on_terminal, run_tfbuild, toy_build, toy_build_args, toy_cache
 from support.docker import containers, inspected
 from support.env import BASE_IMAGE, FIXTURES, TOY
 
 from tfbuild import engine, wheelfile
 from tfbuild.audit import isa
-from tfbuild.build.estimate import BazelProgress
+from tfbuild.build.estimate import BazelProgress, plain
 from tfbuild.build.render import PREFLIGHT, template_dirs
 from tfbuild.build.stage import BuildOptions, prepare
 from tfbuild.config.load import load_matrix
@@ -217,6 +217,49 @@ def test_bazels_progress_in_a_real_build_log(toy_store: Path) -> None:
     assert progress.total >= max(progress.done, 1)
     shape = r"bazel \d+ of \d+ actions \(\d+%\)(, about .+ left)?"
     assert all(re.fullmatch(shape, s) for s in said), said
+
+
+STEPS = """
+# Three steps of a second each, one after another, that the probe needs: bazel reports its
+# progress while they run, as it does through a long build.
+[genrule(
+    name = "step%d" % n,
+    srcs = [":step%d" % (n - 1)] if n else [],
+    outs = ["step%d.txt" % n],
+    cmd = "sleep 1; echo %d > $@" % n,
+) for n in range(3)]
+"""
+
+
+def test_a_build_watched_on_a_terminal_shows_bazels_progress_with_an_eta(
+    base_image: str, tmp_path: Path
+) -> None:
+    """`tfbuild build` at a terminal: the live line shows the actions bazel has done of its
+    total, and once they move, the time left. A real bazel build of the toy recipe, whose probe
+    waits on three one-second steps, so that bazel prints progress more than once (its rate
+    limit at 0.1 s in the copy's .bazelrc); its own cache folder, so every action runs."""
+    source = tmp_path / "src"
+    shutil.copytree(TOY / "src", source)
+    build = (source / "BUILD").read_text()
+    (source / "BUILD").write_text(
+        build.replace("    linkshared = True,", '    data = [":step2"],\n    linkshared = True,')
+        + STEPS
+    )
+    with (source / ".bazelrc").open("a") as bazelrc:
+        bazelrc.write("build --show_progress_rate_limit=0.1\n")
+    status, output = on_terminal(
+        "build", "--matrix", str(TOY / "matrix.yaml"), "--tf-source", str(source),
+        "--store", str(tmp_path / "store"), "--bazel-cache", str(tmp_path / "cache"),
+        "--variant", "avx2-fma",
+    )  # fmt: skip
+    shown = plain(output)
+    assert status == 0, shown[-3000:]
+    log = (tmp_path / "store" / "tf2.17-py3.11-avx2-fma" / "build.log").read_text()
+    assert len(re.findall(r"^\[\d+ / \d+\]", log, re.MULTILINE)) >= 2, log
+    eta = re.findall(r"avx2-fma: bazel (\d+) of (\d+) actions \(\d+%\), about ([\w ]+) left", shown)
+    assert eta, shown[-3000:]
+    assert all(0 < int(done) < int(total) for done, total, _ in eta), eta
+    assert {left for _, _, left in eta} <= {"under a minute"}, eta  # seconds of work left
 
 
 def test_runtime_container_runs_wheel_without_network(toy_store: Path) -> None:

@@ -4,10 +4,16 @@ through the interpreter's profile hook, so no import of it can escape)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
+import select
+import struct
 import subprocess
 import sys
+import termios
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +48,42 @@ def run_tfbuild(
         timeout=timeout,
         check=False,
     )
+
+
+def on_terminal(*args: str, columns: int = 200, timeout: float = 600) -> tuple[int, str]:
+    """Run tfbuild with a terminal (a pseudo-terminal `columns` wide) as its standard input,
+    output and error, as a person at a terminal sees it: its exit status and all it wrote,
+    live-display redraws and escapes included."""
+    main, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfbuild", *args],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env=environment({"TERM": "xterm-256color"}),
+    )
+    os.close(terminal)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if select.select([main], [], [], 1.0)[0]:
+                try:
+                    data = os.read(main, 65536)
+                except OSError:  # EIO: every process holding the terminal has closed it
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
+                break
+        else:
+            proc.kill()
+        status = proc.wait(timeout=60)
+    finally:
+        os.close(main)
+    return status, b"".join(chunks).decode("utf-8", errors="replace")
 
 
 SPY = """\
