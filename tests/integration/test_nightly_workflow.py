@@ -42,6 +42,7 @@ from support.runner import environment as runner_environment
 from support.runner import runner as runner_container
 from support.synthetic import session, write
 
+from tfbuild.ci.workflow import RESULTS_BRANCH
 from tfbuild.results.model import Results, RunFailure
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -124,7 +125,8 @@ def repository(tmp_path_factory: pytest.TempPathFactory, pinned: str, replay_bas
         proc = run_tfbuild("detect", "--cpuinfo", str(FIXTURES / "cpuinfo" / cpuinfo),
                            "--output", str(out))  # fmt: skip
         assert proc.returncode == 0, proc.stderr
-    args = ["ci", "github", "--matrix", "toy/matrix.yaml", "--out", WORKFLOW]
+    args = ["ci", "github", "--matrix", "toy/matrix.yaml", "--out", WORKFLOW,
+            "--build-runner", "builder"]  # fmt: skip
     for runner in RUNNERS:
         args += ["--bench-runner", runner, "--bench-host", f"{runner}=hosts/{runner}.json"]
     proc = run_tfbuild(*args, cwd=repo)
@@ -172,8 +174,25 @@ def tonight(effects: dict[str, Any], seed: int, crash: str | None = None) -> dic
     return docs
 
 
+def server(folder: Path) -> Path:
+    """GitHub's side of the repository's git remote: a bare repository where the replay's
+    GITHUB_SERVER_URL and GITHUB_REPOSITORY name it (the results branch is pushed there)."""
+    bare = folder / "server" / "octo-org" / "tfbuild.git"
+    if not bare.exists():
+        subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    return bare
+
+
+def branch_files(bare: Path, branch: str = RESULTS_BRANCH) -> list[str]:
+    listed = subprocess.run(["git", f"--git-dir={bare}", "ls-tree", "--name-only", branch],
+                            capture_output=True, text=True, check=True)  # fmt: skip
+    return sorted(listed.stdout.split())
+
+
 class Night:
-    def __init__(self, repository: Path, container: str, root: Path, run_id: int) -> None:
+    def __init__(
+        self, repository: Path, container: str, root: Path, run_id: int, remote: Path | None = None
+    ) -> None:
         self.root = root
         shims = root / "shims"
         shims.mkdir(parents=True)
@@ -190,6 +209,7 @@ class Night:
             caches=root / "caches",
             artifacts=root / "artifacts",
             run_id=run_id,
+            server_url=f"file://{(remote or server(root)).parents[1]}",
             secrets={"TFBUILD_BAZEL_REMOTE_HEADER": "Authorization=Bearer s3cr3t"},
             extra_path=shims,
             env=env,
@@ -287,7 +307,8 @@ def test_the_base_image_step_generated_before_fails_on_the_runner_image(
 def test_nightly_workflow_replayed(
     repository: Path, container: str, pinned: str, replay_base: str, tmp_path: Path
 ) -> None:
-    first = Night(repository, container, tmp_path / "night-1", run_id=1)
+    remote = server(tmp_path)
+    first = Night(repository, container, tmp_path / "night-1", run_id=1, remote=remote)
     first.results(tonight({}, seed=10))
     first.run("plan", "build", "bench", "compare")
     (plan,) = first.job("plan")
@@ -339,11 +360,16 @@ def test_nightly_workflow_replayed(
     assert compare.ok, _log([compare])
     summary = (first.root / "jobs" / "compare-0" / "summary").read_text()
     assert "Against the previous results" not in summary and "Gold 6132" in summary
-    kept = sorted(p.name for p in (first.root / "caches" / "tfbuild-results-1").iterdir())
-    assert kept == ["runner-a.json", "runner-b.json"]
+    assert f"First night: no {RESULTS_BRANCH} branch yet, so nothing to gate against" in summary
+    assert branch_files(remote) == ["runner-a.json", "runner-b.json"]
+    for build in builds:  # each build job saved its bazel cache, under a key of this run
+        (saved,) = (first.root / "caches").glob(
+            f"bazel-{build.matrix['variant']}-{build.matrix['for']}-*-1-1"
+        )
+        assert (saved / "toy" / "builds").is_file()
 
     def second(name: str, docs: dict[str, Results], run_id: int) -> Any:
-        night = Night(repository, container, tmp_path / name, run_id=run_id)
+        night = Night(repository, container, tmp_path / name, run_id=run_id, remote=remote)
         shutil.copytree(first.root / "caches", night.root / "caches")
         night.root.joinpath("artifacts").mkdir()
         for artifact in (first.root / "artifacts").glob("wheel-*"):
@@ -373,6 +399,7 @@ def test_nightly_workflow_replayed(
     assert "E5-2680 v3" in gate.output.split("tuned:default: no results", 1)[1].splitlines()[0]
     assert crashed.step("Keep tonight's results for tomorrow (per machine class)").outcome \
         == "skipped"  # fmt: skip
+    assert crashed.step(f"Push them to the {RESULTS_BRANCH} branch").outcome == "skipped"
 
     slower = second("slower", tonight({"runner-b": {"tuned:default": 0.99}}, seed=40), run_id=4)
     gate = slower.step("Report and regression gate (same machine class)")
@@ -380,3 +407,16 @@ def test_nightly_workflow_replayed(
     causes = gate.output.split("cause(s):\n", 1)[1].splitlines()
     assert causes and all(c.strip().startswith("tuned:default ") for c in causes), causes
     assert all("slower than 5% allows" in c and "Gold 6132" in c for c in causes)
+
+    # The branch emptied by hand: a red night that says why, never a gate that turns itself off.
+    empty = tmp_path / "empty-branch"
+    for command in (["init", "-q", "-b", RESULTS_BRANCH, str(empty)],
+                    ["-C", str(empty), "-c", "user.name=t", "-c", "user.email=t@example.com",
+                     "commit", "-q", "--allow-empty", "-m", "emptied"],
+                    ["-C", str(empty), "push", "-q", "--force", str(remote),
+                     f"HEAD:refs/heads/{RESULTS_BRANCH}"]):  # fmt: skip
+        subprocess.run(["git", *command], check=True)
+    emptied = second("emptied", tonight({}, seed=50), run_id=5)
+    gate = emptied.step("Report and regression gate (same machine class)")
+    assert gate.outcome == "failure", _log([emptied])
+    assert f"the {RESULTS_BRANCH} branch holds no results to gate against" in gate.output

@@ -159,12 +159,13 @@ def test_committed_workflow_is_current_and_valid() -> None:
 
 
 def test_workflow_fanout_is_the_matrix() -> None:
-    """One build job per source variant; `native` (march: host) is built for no runner, since
-    the committed workflow's runner (ubuntu-latest) has no saved profile, and skipped there;
-    the CUDA variant is left out, with a line in the file, since no bench runner has a GPU."""
+    """The committed workflow names no build runner, so it schedules no build and its bench
+    skips every source variant; the plan's fan-out (one build job per source variant, built
+    once a build runner is named) leaves out `native` (march: host: the runner has no saved
+    profile) and the CUDA variant, with a line in the file, since no bench runner has a GPU."""
     workflow = yaml.safe_load(WORKFLOW.read_text())
     planned = json.loads(run_tfbuild("matrix", "--json", cwd=REPO).stdout)
-    assert workflow["jobs"]["build"]["strategy"]["matrix"] == planned["ci"]["build"]
+    assert "build" not in workflow["jobs"]
     assert [v["variant"] for v in planned["ci"]["build"]["include"]] == [
         "avx2-fma",
         "mkl-avx2",
@@ -176,7 +177,7 @@ def test_workflow_fanout_is_the_matrix() -> None:
     )
     assert planned["ci"]["host_tuned"] == ["native"]
     assert workflow["jobs"]["bench"]["strategy"]["matrix"]["include"] == [
-        {"runner": "ubuntu-latest", "skip": "native"}
+        {"runner": "ubuntu-latest", "skip": "avx2-fma mkl-avx2 avx512 native"}
     ]
     assert workflow["on"]["schedule"][0]["cron"] == "0 3 * * *"
     steps = json.dumps(workflow["jobs"]["compare"])

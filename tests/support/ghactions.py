@@ -29,6 +29,10 @@ TOKEN = re.compile(r"\s*(?:('[^']*')|(&&|\|\||==|!=|!|\(|\))|(always\(\)|success
                    r"|([A-Za-z_][\w.-]*))")  # fmt: skip
 
 
+class StepFailed(Exception):
+    """An action's step failed as GitHub's would (its message is the step's output)."""
+
+
 @dataclass
 class StepResult:
     name: str
@@ -65,6 +69,10 @@ class Replay:
     event: str = "schedule"
     schedule: str = "0 3 * * *"
     run_id: int = 1
+    run_attempt: int = 1
+    server_url: str = "https://github.com"
+    """GITHUB_SERVER_URL: where the repository's git remote is ($SERVER/$REPOSITORY.git); a
+    file:// folder of bare repositories stands in for GitHub's."""
     secrets: Mapping[str, str] = field(default_factory=dict)
     extra_path: Path | None = None
     """Commands GitHub's runners have that this machine must stand in for (sudo)."""
@@ -177,6 +185,8 @@ class Replay:
                 "event_name": self.event,
                 "event": {"schedule": self.schedule},
                 "run_id": str(self.run_id),
+                "run_attempt": str(self.run_attempt),
+                "token": "",
             },
             "matrix": entry,
             "needs": needs,
@@ -208,6 +218,8 @@ class Replay:
             "GITHUB_WORKSPACE": str(workspace),
             "GITHUB_EVENT_NAME": self.event,
             "GITHUB_RUN_ID": str(self.run_id),
+            "GITHUB_RUN_ATTEMPT": str(self.run_attempt),
+            "GITHUB_SERVER_URL": self.server_url,
             "GITHUB_REPOSITORY": "octo-org/tfbuild",
             "GITHUB_WORKFLOW_REF": f"octo-org/tfbuild/{self.path}@refs/heads/main",
             "GITHUB_STEP_SUMMARY": str(files["summary"]),
@@ -240,7 +252,11 @@ class Replay:
                 result.steps.append(StepResult(name, outcome, proc.stdout + proc.stderr))
             else:
                 with_ = self.substitute(step.get("with", {}), ctx)
-                outputs = self._action(step["uses"], with_, workspace, home / "home", post)
+                try:
+                    outputs = self._action(step["uses"], with_, workspace, home / "home", post)
+                except StepFailed as exc:
+                    result.steps.append(StepResult(name, "failure", str(exc)))
+                    continue
                 files["output"].write_text("".join(f"{k}={v}\n" for k, v in outputs.items()))
                 result.steps.append(StepResult(name, "success"))
             if "id" in step:
@@ -280,15 +296,7 @@ class Replay:
             return {"python-version": str(with_.get("python-version"))}
         target = workspace / str(with_.get("path", "")).replace("~", str(home), 1)
         if action == "actions/upload-artifact":
-            into = self.artifacts / with_["name"]
-            if target.is_dir():
-                shutil.copytree(target, into, dirs_exist_ok=True)
-            elif target.is_file():
-                into.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(target, into / target.name)
-            elif with_.get("if-no-files-found", "warn") == "error":
-                raise AssertionError(f"no files at {target}")
-            return {}
+            return self._upload(with_, workspace)
         if action == "actions/download-artifact":
             pattern = with_.get("pattern") or with_.get("name") or "*"
             for artifact in sorted(self.artifacts.iterdir()) if self.artifacts.is_dir() else []:
@@ -309,6 +317,35 @@ class Replay:
             self._cache_save(with_["key"], target)
             return {}
         raise AssertionError(f"the replay has no stand-in for {uses}")
+
+    def _upload(self, with_: Mapping[str, Any], workspace: Path) -> dict[str, str]:
+        """An artifact of this run: a name the run already has is refused (409 Conflict)
+        unless `overwrite`; a path with a wildcard keeps the folders below the part before it,
+        as upload-artifact roots an artifact at its search path."""
+        into = self.artifacts / with_["name"]
+        if into.exists():
+            if not with_.get("overwrite"):
+                raise StepFailed(
+                    "Failed to CreateArtifact: (409) Conflict: an artifact with this name "
+                    f"already exists on the workflow run: {into.name}"
+                )
+            shutil.rmtree(into)
+        path = str(with_["path"])
+        root = workspace / path.split("*", 1)[0] if "*" in path else workspace / path
+        found = sorted(workspace.glob(path)) if "*" in path else [root] if root.exists() else []
+        if not found:
+            if with_.get("if-no-files-found", "warn") == "error":
+                raise StepFailed(f"No files were found with the provided path: {path}")
+            return {}
+        for item in found:
+            if item.is_dir():
+                relative = item.relative_to(root) if "*" in path else Path()
+                shutil.copytree(item, into / relative, dirs_exist_ok=True)
+            else:
+                (into / (item.relative_to(root).parent if "*" in path else Path())).mkdir(
+                    parents=True, exist_ok=True)  # fmt: skip
+                shutil.copy2(item, into / (item.relative_to(root) if "*" in path else item.name))
+        return {}
 
     def _cache_find(self, key: str, restore_keys: list[str]) -> tuple[Path | None, bool]:
         if (self.caches / key).is_dir():

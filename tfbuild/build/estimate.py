@@ -2,9 +2,10 @@
 jobs need there, said before any build starts.
 
 The model (docs/reference.md, "Build estimates", gives its sources):
-- a TensorFlow CPU wheel is about TF_ACTIONS bazel actions (a build's own progress line);
-- a core runs about ACTIONS_PER_CORE_MINUTE of them a minute (the same build: 11,286 actions
-  in 5 h 56 min on a 4-vCPU runner), bazel running one job per core;
+- a TensorFlow CPU wheel is about TF_ACTIONS bazel targets, and a core builds about
+  ACTIONS_PER_CORE_MINUTE of them a minute: one build got through 11,286 of its 33,563 in
+  5 h 56 min on a 2-vCPU runner, bazel running one job per core (numerator and denominator
+  from the same build, so the model's hours are that build's, scaled by cores);
 - each job needs about GIB_PER_JOB of memory, and bazel's server BAZEL_SERVER_GIB more;
 - a previous build of the same variant in the store is the better guide: its recorded time,
   scaled by the cores of the machine that made it;
@@ -26,12 +27,14 @@ from tfbuild.machine.profile import HostProfile
 from tfbuild.text import duration
 
 TF_ACTIONS = 33_563
-"""Bazel actions of a TensorFlow CPU wheel build (tensorflow#48421: "[11,286 / 33,563]")."""
+"""Targets configured in a TensorFlow CPU wheel build (tensorflow#48421, April 2021: "only
+11,286 compiled target on an estimate of 33563 targets configured")."""
 OBSERVED_ACTIONS = 11_286
 OBSERVED_MINUTES = 5 * 60 + 56
-OBSERVED_CORES = 4
+OBSERVED_CORES = 2
+"""GitHub's hosted runners then: Azure Standard_DS2_v2, 2 vCPUs and 7 GB (the same thread)."""
 ACTIONS_PER_CORE_MINUTE = OBSERVED_ACTIONS / (OBSERVED_MINUTES * OBSERVED_CORES)
-"""About 7.9: what that 4-vCPU runner did before its 6-hour limit stopped it."""
+"""About 15.9: what that 2-vCPU runner did before its 6-hour limit stopped it."""
 GIB_PER_JOB = 2.0
 """TensorFlow's install guide: "Building TensorFlow from source can use a lot of RAM ... limit
 Bazel's RAM usage with --local_ram_resources=2048"; tensorflow#42066: 6 jobs ran out of 10 GB."""
@@ -62,7 +65,7 @@ class BuildEstimate:
         return None if self.available_gib is None else self.memory_gib <= self.available_gib
 
     def describe(self) -> str:
-        """ "about 35 h (2 cores, the model, cold cache); bazel's 2 jobs need about 6 GiB of the
+        """ "about 18 h (2 cores, the model, cold cache); bazel's 2 jobs need about 6 GiB of the
         24 GiB here"."""
         how = {
             "model": f"{self.jobs} cores, "

@@ -2,12 +2,14 @@
 
 Jobs: `plan` (decides whether to run: the nightly schedule, a manual dispatch, or a TensorFlow
 release the index did not have before; picks the release source variants build; checks the
-workflow is current), `build` (one runner per source variant, and per bench runner for
-`march: host` variants, built for that runner's saved profile; bazel caches restored and saved,
-or a remote cache whose secret reaches the build step only; the wheel store uploaded), `bench`
-(one job per runner label: the suite on the built wheels and the baselines), `compare` (merged
-results, the report as an artifact and the job summary, and a regression gate against the last
-passing night's results of the same machine class).
+workflow is current), `build` (only with a runner that can finish a TensorFlow wheel: a named
+build runner or a remote executor; one job per source variant, and per bench runner for
+`march: host` variants, built for that runner's saved profile; bazel caches restored, and saved
+even when the build fails or times out, or a remote cache whose secret reaches the build step
+only; the wheel store uploaded), `bench` (one job per runner label: the suite on the built
+wheels and the baselines), `compare` (merged results, the report as an artifact and the job
+summary, and a regression gate against the last passing night's results of the same machine
+class, kept on a branch of the repository, where no cache eviction reaches them).
 
 Every job installs tfbuild from the repository it checks out (`pip install .`), never by name
 from the package index: the name `tfbuild` there belongs to an unrelated project.
@@ -25,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from tfbuild.ci.actions import uses, with_tag_comments
 from tfbuild.config.model import Matrix
 from tfbuild.errors import UsageError
 from tfbuild.plan.make import ci_fanout
@@ -35,6 +38,19 @@ BAZEL_CACHE = "~/.cache/tfbuild-bazel"
 DISTRIBUTION = "tfbuild-bench"
 """tfbuild's distribution name (pyproject.toml); `tfbuild` on the index is someone else's."""
 DEFAULT_INSTALL = "pip install ."
+RESULTS_BRANCH = "tfbuild-results"
+"""The branch that holds the last passing night's results, the gate's reference: a cache
+entry would be evicted first once the bazel caches fill the repository's 10 GB."""
+PUSH_NOTE = f"the compare job pushes the gate's reference results to {RESULTS_BRANCH}"
+SECRET_LINE = "TFBUILD_BAZEL_REMOTE_HEADER: ${{ secrets.TFBUILD_BAZEL_REMOTE_HEADER }}"
+SECRET_NOTE = "zizmor: ignore[secrets-outside-env] optional, and this step's only"
+"""The remote cache's credentials reach the Build step and nothing else; a deployment
+environment for them would record a deployment for every build job every night."""
+ARTIFACT_DAYS = 14
+"""How long a night's wheels, results and report are kept (GitHub's default is 90 days)."""
+SAVE_MARGIN_MIN = 20
+"""Minutes of a build job kept for saving its bazel cache and uploading its wheel store when
+the build itself runs out of time (the Build step times out first)."""
 RECIPE_FILES = "'{matrix}', '{beside}templates/**', 'templates/**', 'tfbuild/data/tensorflow.yaml'"
 """What a source build's recipe is made of, in the repository the jobs check out: the matrix,
 the templates beside it, tfbuild's own templates and release facts."""
@@ -47,8 +63,10 @@ HEADER = """\
 # package index (checked every 6 hours): build every source variant (of the newest release
 # that has a recipe), benchmark them with the prebuilt baselines, rank them, and fail when a
 # config got slower than {threshold}, or lost results, against the last passing night on the
-# same machine class. A remote bazel cache: set defaults.bazel.remote_cache in the matrix and
-# its credentials in the TFBUILD_BAZEL_REMOTE_HEADER secret (given to the build step only).
+# same machine class. That reference is kept on the {branch} branch (the compare job
+# pushes it there after a passing night; the first night, with no such branch, only says
+# so). A remote bazel cache: set defaults.bazel.remote_cache in the matrix and its
+# credentials in the TFBUILD_BAZEL_REMOTE_HEADER secret (given to the build step only).
 {tuned}"""
 
 
@@ -66,7 +84,9 @@ class Settings:
     matrix_file: str
     out: str
     install: str = DEFAULT_INSTALL
-    build_runner: str = "ubuntu-latest"
+    build_runner: str | None = None
+    """Where the build jobs run; None schedules none (unless the matrix names a remote
+    executor, when a standard runner drives it)."""
     bench_runners: tuple[str, ...] = ("ubuntu-latest",)
     bench_hosts: Mapping[str, str] = field(default_factory=dict)
     """Runner label -> its saved `tfbuild detect --json` profile, a path in the repository."""
@@ -76,8 +96,9 @@ class Settings:
         """The drift check: `tfbuild ci github` with the arguments that made this workflow, on
         the file as committed, wherever it is (GitHub gives its path in GITHUB_WORKFLOW_REF,
         OWNER/REPO/PATH@REF), so the generated text does not depend on --out."""
-        args = ["--matrix", self.matrix_file, "--install", self.install,
-                "--build-runner", self.build_runner]  # fmt: skip
+        args = ["--matrix", self.matrix_file, "--install", self.install]
+        if self.build_runner is not None:
+            args += ["--build-runner", self.build_runner]
         for runner in self.bench_runners:
             args += ["--bench-runner", runner]
         for runner, path in self.bench_hosts.items():
@@ -120,8 +141,8 @@ def check_install(command: str) -> str:
 
 def _setup(install: str) -> list[dict[str, Any]]:
     return [
-        {"uses": "actions/checkout@v4"},
-        {"uses": "actions/setup-python@v5", "with": {"python-version": "3.11"}},
+        {"uses": uses("actions/checkout"), "with": {"persist-credentials": False}},
+        {"uses": uses("actions/setup-python"), "with": {"python-version": "3.11"}},
         {"name": "Install tfbuild (from this repository)", "run": install},
     ]
 
@@ -148,7 +169,7 @@ def _plan_job(s: Settings) -> dict[str, Any]:
         {
             "name": "Seen this release before?",
             "id": "seen",
-            "uses": "actions/cache/restore@v4",
+            "uses": uses("actions/cache/restore"),
             "with": {
                 "path": ".tfbuild-release",
                 "key": "tfbuild-release-${{ steps.latest.outputs.tensorflow }}",
@@ -173,7 +194,7 @@ def _plan_job(s: Settings) -> dict[str, Any]:
             "run": "mkdir -p .tfbuild-release && cp plan.json .tfbuild-release/",
         },
         {
-            "uses": "actions/cache/save@v4",
+            "uses": uses("actions/cache/save"),
             "if": "steps.decide.outputs.run == 'true' && steps.seen.outputs.cache-hit != 'true'",
             "with": {
                 "path": ".tfbuild-release",
@@ -182,6 +203,7 @@ def _plan_job(s: Settings) -> dict[str, Any]:
         },
     ]
     return {
+        "name": "plan",
         "runs-on": "ubuntu-latest",
         "outputs": {
             "run": "${{ steps.decide.outputs.run }}",
@@ -197,34 +219,41 @@ def _recipe_files(matrix_file: str) -> str:
     return files.replace(", 'templates/**', 'templates/**'", ", 'templates/**'")
 
 
-def _build_job(s: Settings, fanout: Mapping[str, Any]) -> dict[str, Any]:
+def _build_job(s: Settings, runner: str, fanout: Mapping[str, Any]) -> dict[str, Any]:
     matrix = shlex.quote(s.matrix_file)
+    # A new TensorFlow release or recipe (matrix, templates, release facts) starts from the
+    # newest entry of the same variant; every run saves an entry of its own, since an entry is
+    # never updated in place, and the repository's quota evicts the oldest.
+    recipe = (
+        "bazel-${{ matrix.variant }}-${{ matrix.for }}-tf${{ needs.plan.outputs.tensorflow }}-"
+        f"${{{{ hashFiles({_recipe_files(s.matrix_file)}) }}}}"
+    )
+    key = f"{recipe}-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}"
     return {
         "needs": "plan",
         "if": "needs.plan.outputs.run == 'true'",
         "name": "build ${{ matrix.variant }} for ${{ matrix.for }}",
-        "runs-on": s.build_runner,
+        "runs-on": runner,
         "timeout-minutes": BUILD_TIMEOUT_MIN,
         "strategy": {"fail-fast": False, "matrix": fanout},
         "steps": [
             *_setup(s.install),
             {
-                "name": "Bazel repository and disk caches",
-                "uses": "actions/cache@v4",
+                "name": "Restore the bazel repository and disk caches",
+                "uses": uses("actions/cache/restore"),
                 "with": {
                     "path": BAZEL_CACHE,
-                    # A new TensorFlow release or recipe (matrix, templates, release facts)
-                    # saves a new entry: a cache entry is never updated in place.
-                    "key": "bazel-${{ matrix.variant }}-${{ matrix.for }}-"
-                    "tf${{ needs.plan.outputs.tensorflow }}-"
-                    f"${{{{ hashFiles({_recipe_files(s.matrix_file)}) }}}}",
-                    "restore-keys": "bazel-${{ matrix.variant }}-${{ matrix.for }}-"
+                    "key": key,
+                    "restore-keys": f"{recipe}-\n"
+                    "bazel-${{ matrix.variant }}-${{ matrix.for }}-"
                     "tf${{ needs.plan.outputs.tensorflow }}-\nbazel-${{ matrix.variant }}-",
                 },
             },
             _base_image(s),
             {
                 "name": "Build",
+                # Stops before the job does, so the cache is saved and the logs uploaded.
+                "timeout-minutes": BUILD_TIMEOUT_MIN - SAVE_MARGIN_MIN,
                 "env": {
                     "TENSORFLOW": "${{ needs.plan.outputs.tensorflow }}",
                     "VARIANT": "${{ matrix.variant }}",
@@ -237,22 +266,43 @@ def _build_job(s: Settings, fanout: Mapping[str, Any]) -> dict[str, Any]:
                 f'--bazel-cache {BAZEL_CACHE} "${{target[@]}}"',
             },
             {
-                "uses": "actions/upload-artifact@v4",
+                "name": "Save the bazel caches (also when the build failed or timed out)",
+                "uses": uses("actions/cache/save"),
                 "if": "always()",
-                "with": {
-                    "name": "wheel-${{ matrix.for }}-${{ matrix.variant }}",
-                    "path": "wheels/",
-                    "if-no-files-found": "warn",
-                },
+                "with": {"path": BAZEL_CACHE, "key": key},
+            },
+            {
+                "name": "Upload the wheel store (the build log too when it failed)",
+                "uses": uses("actions/upload-artifact"),
+                "if": "always()",
+                "with": _artifact("wheel-${{ matrix.for }}-${{ matrix.variant }}", "wheels/*/"),
             },
         ],
     }
 
 
-def _bench_job(s: Settings, fanout: Mapping[str, Any], needs: list[str]) -> dict[str, Any]:
+def _artifact(name: str, path: str) -> dict[str, Any]:
+    """upload-artifact's inputs: a re-run replaces the first attempt's artifact (which GitHub
+    otherwise refuses: 409 Conflict), nothing found is an error, and it is kept ARTIFACT_DAYS."""
+    return {
+        "name": name,
+        "path": path,
+        "if-no-files-found": "error",
+        "overwrite": True,
+        "retention-days": ARTIFACT_DAYS,
+    }
+
+
+def _bench_job(
+    s: Settings, fanout: Mapping[str, Any], needs: list[str], built: bool
+) -> dict[str, Any]:
     tuned = fanout["host_tuned"]
+    unbuilt = " ".join(_source_variants(fanout))
     runners = [
-        {"runner": r, "skip": "" if r in s.bench_hosts else " ".join(tuned)}
+        {
+            "runner": r,
+            "skip": unbuilt if not built else "" if r in s.bench_hosts else " ".join(tuned),
+        }
         for r in s.bench_runners
     ]
     return {
@@ -266,12 +316,12 @@ def _bench_job(s: Settings, fanout: Mapping[str, Any], needs: list[str]) -> dict
             *_setup(s.install),
             {
                 "name": "Wheels built for any runner",
-                "uses": "actions/download-artifact@v4",
+                "uses": uses("actions/download-artifact"),
                 "with": {"path": "wheels", "pattern": "wheel-any-*", "merge-multiple": True},
             },
             {
                 "name": "Wheels built for this runner",
-                "uses": "actions/download-artifact@v4",
+                "uses": uses("actions/download-artifact"),
                 "with": {
                     "path": "wheels",
                     "pattern": "wheel-${{ matrix.runner }}-*",
@@ -290,74 +340,130 @@ def _bench_job(s: Settings, fanout: Mapping[str, Any], needs: list[str]) -> dict
                 '--tensorflow "$TENSORFLOW" "${skip[@]}"',
             },
             {
-                "uses": "actions/upload-artifact@v4",
+                "uses": uses("actions/upload-artifact"),
                 "if": "always()",
-                "with": {"name": "results-${{ matrix.runner }}", "path": "results/"},
+                "with": _artifact("results-${{ matrix.runner }}", "results/"),
             },
         ],
     }
 
 
+_GIT = """\
+url="$GITHUB_SERVER_URL/$GITHUB_REPOSITORY.git"
+auth="http.extraheader=AUTHORIZATION: basic $(printf 'x-access-token:%s' "$GH_TOKEN" | base64 -w0)"
+"""
+"""The repository's URL and the job's token for git (the checkout keeps no credentials)."""
+
+
 def _compare_job(s: Settings) -> dict[str, Any]:
+    token = {"GH_TOKEN": "${{ github.token }}"}
+    branch = RESULTS_BRANCH
+    fetch = (
+        _GIT + "mkdir -p previous-results\n"
+        f'git init -q "$RUNNER_TEMP/{branch}" && cd "$RUNNER_TEMP/{branch}"\n'
+        f'found=0; git -c "$auth" ls-remote --exit-code --heads "$url" {branch} >/dev/null '
+        "|| found=$?\n"
+        'case "$found" in\n'
+        f'  0) git -c "$auth" fetch -q --depth=1 "$url" {branch}\n'
+        '     git archive FETCH_HEAD | tar -x -C "$GITHUB_WORKSPACE/previous-results"\n'
+        '     echo first=false >> "$GITHUB_OUTPUT" ;;\n'
+        '  2) echo first=true >> "$GITHUB_OUTPUT" ;;\n'
+        f'  *) echo "::error::cannot read the {branch} branch of $url (git exit $found)"; '
+        "exit 1 ;;\n"
+        "esac"
+    )
+    gate = (
+        "gate=()\n"
+        'if [ "$FIRST" = true ]; then\n'
+        f"  echo \"First night: no {branch} branch yet, so nothing to gate against; tonight's "
+        'results become the reference." >> "$GITHUB_STEP_SUMMARY"\n'
+        "elif compgen -G 'previous-results/*.json*' >/dev/null; then\n"
+        "  gate=(--against previous-results --new-class-passes "
+        f"--fail-above {shlex.quote(s.fail_above)})\n"
+        "else\n"
+        f'  echo "::error::the {branch} branch holds no results to gate against; delete the '
+        'branch to start again from a first night"\n'
+        "  exit 1\n"
+        "fi\n"
+        'tfbuild compare results "${gate[@]}" --format markdown >> "$GITHUB_STEP_SUMMARY"'
+    )
+    push = (
+        _GIT + f'git init -q -b {branch} "$RUNNER_TEMP/{branch}-new"\n'
+        f'cp -a previous-results/. "$RUNNER_TEMP/{branch}-new/"\n'
+        f'cd "$RUNNER_TEMP/{branch}-new"\n'
+        "git add -A\n"
+        'git -c user.name="github-actions[bot]" '
+        '-c user.email="41898282+github-actions[bot]@users.noreply.github.com" '
+        'commit -q -m "tfbuild: the gate\'s reference after run $GITHUB_RUN_ID"\n'
+        f'git -c "$auth" push -q --force "$url" HEAD:refs/heads/{branch}'
+    )
     return {
         "needs": ["plan", "bench"],
         "if": "always() && needs.plan.outputs.run == 'true'",
         "runs-on": "ubuntu-latest",
+        "name": "compare and gate",
+        "permissions": {"contents": "write"},  # comment: PUSH_NOTE, written by render
         "steps": [
             *_setup(s.install),
             {
-                "uses": "actions/download-artifact@v4",
+                "uses": uses("actions/download-artifact"),
                 "with": {"path": "results", "pattern": "results-*", "merge-multiple": True},
             },
             {
-                "name": "Last passing night's results",
-                "uses": "actions/cache/restore@v4",
-                "with": {
-                    "path": "previous-results",
-                    "key": "tfbuild-results-${{ github.run_id }}",
-                    "restore-keys": "tfbuild-results-",
-                },
+                "name": f"Last passing night's results (the {branch} branch)",
+                "id": "previous",
+                "env": token,
+                "run": fetch,
             },
             {
                 "name": "HTML report",
                 "run": "tfbuild compare results --format html --output report.html",
             },
             {
-                "uses": "actions/upload-artifact@v4",
-                "with": {"name": "report", "path": "report.html"},
+                "uses": uses("actions/upload-artifact"),
+                "with": _artifact("report", "report.html"),
             },
             {
                 "name": "Report and regression gate (same machine class)",
-                "run": "gate=()\n"
-                "if ls previous-results/*.json >/dev/null 2>&1; then\n"
-                "  gate=(--against previous-results --new-class-passes "
-                f"--fail-above {shlex.quote(s.fail_above)})\n"
-                "fi\n"
-                'tfbuild compare results "${gate[@]}" --format markdown >> "$GITHUB_STEP_SUMMARY"',
+                "env": {"FIRST": "${{ steps.previous.outputs.first }}"},
+                "run": gate,
             },
             {
                 "name": "Keep tonight's results for tomorrow (per machine class)",
                 "run": "tfbuild ci keep results --into previous-results",
             },
             {
-                "uses": "actions/cache/save@v4",
-                "with": {
-                    "path": "previous-results",
-                    "key": "tfbuild-results-${{ github.run_id }}",
-                },
+                "name": f"Push them to the {branch} branch",
+                "env": token,
+                "run": push,
             },
         ],
     }
+
+
+def build_runner(matrix: Matrix, s: Settings) -> str | None:
+    """Where the build jobs run: the named build runner; with a remote executor and none
+    named, a standard runner (bazel's actions run remotely); else nowhere."""
+    if s.build_runner is not None:
+        return s.build_runner
+    return "ubuntu-latest" if matrix.defaults.bazel.remote_executor else None
+
+
+def _source_variants(fanout: Mapping[str, Any]) -> list[str]:
+    built = [b["variant"] for b in fanout["build"]["include"]]
+    return list(dict.fromkeys([*built, *fanout["host_tuned"]]))
 
 
 def workflow(matrix: Matrix, s: Settings) -> dict[str, Any]:
     fanout = ci_fanout(matrix, s.bench_hosts)
     jobs: dict[str, Any] = {"plan": _plan_job(s)}
     needs = ["plan"]
-    if fanout["build"]["include"]:
+    runner = build_runner(matrix, s)
+    built = runner is not None
+    if fanout["build"]["include"] and runner is not None:
         needs.append("build")
-        jobs["build"] = _build_job(s, fanout["build"])
-    jobs["bench"] = _bench_job(s, fanout, needs)
+        jobs["build"] = _build_job(s, runner, fanout["build"])
+    jobs["bench"] = _bench_job(s, fanout, needs, built)
     jobs["compare"] = _compare_job(s)
     return {
         "name": "tfbuild nightly",
@@ -383,12 +489,15 @@ def render(matrix: Matrix, settings: Settings) -> str:
     header = HEADER.format(
         matrix=settings.matrix_file,
         threshold=settings.fail_above,
+        branch=RESULTS_BRANCH,
         tuned=build_note(matrix, settings, len(fanout["build"]["include"]))
         + tuned_note(fanout["host_tuned"], settings)
         + left_out_note(fanout["left_out"]),
     )
     body = yaml.dump(workflow(matrix, settings), Dumper=_Dumper, sort_keys=False, width=100)
-    return header + body
+    body = body.replace("      contents: write\n", f"      contents: write  # {PUSH_NOTE}\n", 1)
+    body = body.replace(SECRET_LINE, f"{SECRET_LINE}  # {SECRET_NOTE}", 1)
+    return header + with_tag_comments(body)
 
 
 BUILD_TIMEOUT_MIN = 360
@@ -398,18 +507,26 @@ STANDARD_RUNNERS = ("ubuntu-latest", "ubuntu-24.04", "ubuntu-22.04")
 public repository; README, "The nightly CI on GitHub's runners")."""
 
 
-def build_where(matrix: Matrix, s: Settings, jobs: int) -> list[str]:
+def build_where(matrix: Matrix, s: Settings, jobs: int, names: str = "") -> list[str]:
     """Where the build jobs run and how long they may take, and a warning when that is a
     standard hosted runner building locally, where a TensorFlow wheel does not finish."""
     if not jobs:
         return []
     bazel = matrix.defaults.bazel
-    lines = [f"build: {jobs} job(s) on {s.build_runner}, up to {BUILD_TIMEOUT_MIN} min each"]
+    runner = build_runner(matrix, s)
+    if runner is None:
+        return [
+            f"build: none scheduled for the {jobs} source build(s){names}, and bench skips "
+            f"them: a TensorFlow wheel does not build in {BUILD_TIMEOUT_MIN} min on a standard "
+            "hosted runner (4 vCPUs, 16 GB of RAM); pass --build-runner a larger or "
+            "self-hosted runner, or set defaults.bazel.remote_executor in the matrix"
+        ]
+    lines = [f"build: {jobs} job(s) on {runner}, up to {BUILD_TIMEOUT_MIN} min each"]
     if bazel.remote_executor:
         lines.append(f"bazel executes remotely at {bazel.remote_executor}")
-    elif s.build_runner in STANDARD_RUNNERS:
+    elif runner in STANDARD_RUNNERS:
         lines.append(
-            f"warning: {s.build_runner} is a standard hosted runner (4 vCPUs, 16 GB of RAM, "
+            f"warning: {runner} is a standard hosted runner (4 vCPUs, 16 GB of RAM, "
             f"a 14 GB SSD), on which a TensorFlow wheel does not build in {BUILD_TIMEOUT_MIN} "
             "min: pass --build-runner a larger or self-hosted runner, or set "
             "defaults.bazel.remote_executor in the matrix"
@@ -434,10 +551,12 @@ def summary(matrix: Matrix, s: Settings) -> list[str]:
     """What the generated workflow runs where, and what it leaves out: for `ci github`'s own
     output."""
     fanout = ci_fanout(matrix, s.bench_hosts)
-    builds = [f"{b['variant']} (for {b['for']})" for b in fanout["build"]["include"]]
-    lines = build_where(matrix, s, len(builds))
-    if builds:
-        lines[0] += f": {', '.join(builds)}"
+    builds = ", ".join(f"{b['variant']} (for {b['for']})" for b in fanout["build"]["include"])
+    scheduled = build_runner(matrix, s) is not None
+    jobs = len(fanout["build"]["include"])
+    lines = build_where(matrix, s, jobs, "" if scheduled else f" ({builds})")
+    if jobs and scheduled:
+        lines[0] += f": {builds}"
     lines.append(f"bench: one job per runner: {', '.join(s.bench_runners)}")
     lines += [f"not built: {name}: {why}" for name, why in fanout["left_out"].items()]
     return lines
@@ -467,7 +586,11 @@ def tuned_note(tuned: Sequence[str], s: Settings) -> str:
 
 
 class _Dumper(yaml.SafeDumper):
-    """Shell scripts as literal blocks, so the workflow reads like one written by hand."""
+    """Shell scripts as literal blocks, so the workflow reads like one written by hand; a
+    value used twice is written twice (no YAML anchors and aliases)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -58,7 +58,7 @@ class GithubSettings:
     matrix: Path | None
     out: Path
     install: str
-    build_runner: str
+    build_runner: str | None
     bench_runners: tuple[str, ...]
     bench_hosts: dict[str, str]
     """Runner label -> the path of its saved profile (checked readable)."""
@@ -96,9 +96,11 @@ def _bench_hosts(given: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option(
     "--build-runner",
-    default="ubuntu-latest",
-    show_default=True,
-    help="Runner label for the build jobs.",
+    default=None,
+    metavar="LABEL",
+    help="Runner label for the build jobs: a larger or self-hosted runner, where a TensorFlow "
+    "wheel builds within the 6-hour job limit. Without it (and without a remote executor in "
+    "the matrix) no build job is scheduled and bench skips the source variants.",
 )
 @click.option(
     "--bench-runner",
@@ -128,7 +130,7 @@ def github(
     matrix_path: Path | None,
     out: Path,
     install: str,
-    build_runner: str,
+    build_runner: str | None,
     bench_runners: tuple[str, ...],
     bench_hosts: tuple[str, ...],
     fail_above: str,

@@ -11,13 +11,15 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from support.cli import run_tfbuild
 from support.env import FIXTURES, REPO
 
-from tfbuild.ci.workflow import BUILD_TIMEOUT_MIN, check_install
+from tfbuild.ci.actions import PINS
+from tfbuild.ci.workflow import ARTIFACT_DAYS, BUILD_TIMEOUT_MIN, check_install
 from tfbuild.errors import UsageError
 
 SKYLAKE = FIXTURES / "cpuinfo" / "skylake-sp-xeon-gold-6132.cpuinfo"
@@ -91,23 +93,104 @@ def test_generated_anywhere_committed_anywhere_under_workflows(tmp_path: Path) -
     assert check().returncode == 13
 
 
-def test_bazel_cache_keys_change_with_the_release_and_the_recipe() -> None:
-    """actions/cache entries are never updated: the key names the TensorFlow release the plan
-    job chose and hashes what the recipe is made of, so a new release or template saves anew."""
-    text = (REPO / ".github" / "workflows" / "tfbuild-nightly.yml").read_text()
-    (cache,) = [
-        s for s in yaml.safe_load(text)["jobs"]["build"]["steps"]
-        if s.get("uses", "").startswith("actions/cache@")
-    ]  # fmt: skip
-    key = " ".join(cache["with"]["key"].split())
-    assert key.startswith("bazel-${{ matrix.variant }}-${{ matrix.for }}-")
-    assert "tf${{ needs.plan.outputs.tensorflow }}-" in key
-    assert "hashFiles('matrix.yaml', 'templates/**', 'tfbuild/data/tensorflow.yaml')" in key
-    first = cache["with"]["restore-keys"].splitlines()[0]
-    assert (
-        first
-        == "bazel-${{ matrix.variant }}-${{ matrix.for }}-tf${{ needs.plan.outputs.tensorflow }}-"
+def _built(folder: Path, *args: str) -> dict[str, Any]:
+    """The workflow generated for the default matrix with a build runner (and `args`)."""
+    shutil.copy(REPO / "matrix.yaml", folder / "matrix.yaml")
+    proc = run_tfbuild("ci", "github", "--build-runner", "big-builder", *args,
+                       "--out", ".github/workflows/n.yml", cwd=folder)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    loaded: dict[str, Any] = yaml.safe_load((folder / ".github/workflows/n.yml").read_text())
+    return loaded
+
+
+def test_bazel_caches_are_saved_by_every_build_job_that_ran(tmp_path: Path) -> None:
+    """Restored and saved in steps of their own: the save runs always (a failed or timed-out
+    build saves what bazel did), under a key of the run and attempt (an entry is never
+    updated), restored from the newest of the same recipe, then release, then variant. The
+    Build step stops before the job does, so the save and the upload have time to run."""
+    build = _built(tmp_path)["jobs"]["build"]
+    steps = {s.get("name"): s for s in build["steps"]}
+    restore = steps["Restore the bazel repository and disk caches"]
+    save = steps["Save the bazel caches (also when the build failed or timed out)"]
+    assert restore["uses"].startswith("actions/cache/restore@")
+    assert save["uses"].startswith("actions/cache/save@") and save["if"] == "always()"
+    key = " ".join(save["with"]["key"].split())
+    assert key == restore["with"]["key"] and save["with"]["path"] == restore["with"]["path"]
+    recipe = (
+        "bazel-${{ matrix.variant }}-${{ matrix.for }}-tf${{ needs.plan.outputs.tensorflow }}-"
+        "${{ hashFiles('matrix.yaml', 'templates/**', 'tfbuild/data/tensorflow.yaml') }}"
     )
+    assert key == recipe + "-${{ github.run_id }}-${{ github.run_attempt }}"
+    assert restore["with"]["restore-keys"].splitlines() == [
+        recipe + "-",
+        "bazel-${{ matrix.variant }}-${{ matrix.for }}-tf${{ needs.plan.outputs.tensorflow }}-",
+        "bazel-${{ matrix.variant }}-",
+    ]
+    assert not any(s.get("uses", "").startswith("actions/cache@") for s in build["steps"])
+    assert steps["Build"]["timeout-minutes"] < build["timeout-minutes"] == BUILD_TIMEOUT_MIN
+    names = list(steps)
+    assert names.index("Build") < names.index(save["name"])
+
+
+def test_artifacts_survive_a_rerun_and_expire(tmp_path: Path) -> None:
+    """Every upload replaces the artifact of an earlier attempt (a re-run is otherwise refused
+    with 409 Conflict), finds files or fails, and is kept two weeks, not 90 days; the wheel
+    store's upload takes its variant folders, not the README that is always there."""
+    flow = _built(tmp_path)
+    uploads = [
+        s["with"] for job in flow["jobs"].values() for s in job["steps"]
+        if s.get("uses", "").startswith("actions/upload-artifact@")
+    ]  # fmt: skip
+    assert len(uploads) == 3
+    for upload in uploads:
+        assert upload["overwrite"] is True and upload["retention-days"] == ARTIFACT_DAYS
+        assert upload["if-no-files-found"] == "error"
+    assert {u["path"] for u in uploads} == {"wheels/*/", "results/", "report.html"}
+
+
+@pytest.mark.parametrize("build_runner", [None, "big-builder"])
+def test_actions_are_pinned_and_zizmor_finds_nothing_above_low(
+    tmp_path: Path, build_runner: str | None
+) -> None:
+    """zizmor (offline, its auditor persona) on the generated workflow, with and without
+    build jobs: nothing above low. Every action is pinned by a commit with its tag in a
+    comment, and no checkout leaves its credentials on disk."""
+    shutil.copy(REPO / "matrix.yaml", tmp_path / "matrix.yaml")
+    runner = ["--build-runner", build_runner] if build_runner else []
+    proc = run_tfbuild("ci", "github", *runner, "--out", ".github/workflows/n.yml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    path = tmp_path / ".github/workflows/n.yml"
+    findings = _zizmor(path)
+    assert not [f for f in findings if f["determinations"]["severity"] in ("Medium", "High")]
+    text = path.read_text()
+    pins = re.findall(r"uses: (\S+)@(\S+) # (v\d+\.\d+\.\d+)$", text, re.MULTILINE)
+    assert len(pins) == text.count("uses: ") and pins
+    for action, commit, tag in pins:
+        assert re.fullmatch(r"[0-9a-f]{40}", commit), (action, commit)
+        assert PINS["/".join(action.split("/")[:2])] == (commit, tag)
+    checkouts = [
+        s for job in yaml.safe_load(text)["jobs"].values() for s in job["steps"]
+        if s.get("uses", "").startswith("actions/checkout@")
+    ]  # fmt: skip
+    assert checkouts and all(s["with"]["persist-credentials"] is False for s in checkouts)
+
+
+def test_zizmor_finds_what_the_workflow_generated_before_had() -> None:
+    """The check above can fail: the workflow as generated before (actions by tag, checkouts
+    keeping their credentials) has zizmor's high and medium findings."""
+    findings = _zizmor(FIXTURES / "workflows" / "unpinned.yml")
+    found = {(f["ident"], f["determinations"]["severity"]) for f in findings}
+    assert {("unpinned-uses", "High"), ("artipacked", "Medium")} <= found
+
+
+def _zizmor(path: Path) -> list[dict[str, Any]]:
+    zizmor = shutil.which("zizmor")
+    assert zizmor, "pip install '.[test]' provides zizmor"
+    proc = subprocess.run([zizmor, "--offline", "--persona", "auditor", "--format", "json",
+                           str(path)], capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.stdout.startswith("["), proc.stderr
+    findings: list[dict[str, Any]] = json.loads(proc.stdout)
+    return findings
 
 
 def test_cuda_variants_are_built_only_for_a_bench_runner_with_a_gpu(tmp_path: Path) -> None:
@@ -165,24 +248,37 @@ def test_readme_ci_section_states_the_runner_image_and_limits_the_code_uses() ->
     assert f"up to {BUILD_TIMEOUT_MIN} min" in section
 
 
-def test_builds_on_a_standard_hosted_runner_are_warned_about(tmp_path: Path) -> None:
-    """Source builds on ubuntu-latest get a warning (in the output and the file's header) that
-    a TensorFlow wheel does not build there in the job's time; a named build runner does not,
-    and a matrix with a remote executor says where bazel executes instead."""
+def test_no_build_is_scheduled_where_it_cannot_finish(tmp_path: Path) -> None:
+    """By default no build job: on GitHub's standard runners a TensorFlow wheel does not build
+    in the job's 6 hours, so the workflow and the command say why, bench skips the source
+    variants, and the rest runs. --build-runner brings the build jobs back (with a warning
+    when it names a standard runner), and so does a remote executor in the matrix."""
     out = tmp_path / ".github" / "workflows" / "n.yml"
-    standard = _generate(tmp_path, ".github/workflows/n.yml")
-    assert standard.returncode == 0, standard.stderr
-    warning = "warning: ubuntu-latest is a standard hosted runner (4 vCPUs, 16 GB of RAM"
-    assert warning in standard.stdout
-    header = " ".join(line.lstrip("# ") for line in out.read_text().splitlines()[:20])
-    assert "Build: 3 job(s) on ubuntu-latest, up to 360 min each." in header
-    assert "Warning: ubuntu-latest is a standard hosted runner" in header
-    assert "does not build in 360 min: pass --build-runner a larger or self-hosted runner" in header
+    default = _generate(tmp_path, ".github/workflows/n.yml")
+    assert default.returncode == 0, default.stderr
+    flow = yaml.safe_load(out.read_text())
+    assert "build" not in flow["jobs"] and flow["jobs"]["bench"]["needs"] == ["plan"]
+    (runner,) = flow["jobs"]["bench"]["strategy"]["matrix"]["include"]
+    assert runner["skip"].split() == ["avx2-fma", "mkl-avx2", "avx512", "native"]
+    said = "build: none scheduled for the 3 source build(s) (avx2-fma (for any), mkl-avx2 (for any)"
+    assert said in default.stdout
+    header = " ".join(line.lstrip("# ") for line in out.read_text().splitlines()[:25])
+    assert "Build: none scheduled for the 3 source build(s), and bench skips them" in header
+    assert "pass --build-runner a larger or self-hosted runner" in header
     common = ("ci", "github", "--install", "pip install .", "--out", ".github/workflows/n.yml")
+    standard = run_tfbuild(*common, "--build-runner", "ubuntu-latest", cwd=tmp_path)
+    assert standard.returncode == 0, standard.stderr
+    assert "warning: ubuntu-latest is a standard hosted runner (4 vCPUs, 16 GB of RAM" in (
+        standard.stdout
+    )
+    assert "Build: 3 job(s) on ubuntu-latest, up to 360 min each." in " ".join(
+        line.lstrip("# ") for line in out.read_text().splitlines()[:25]
+    )
     larger = run_tfbuild(*common, "--build-runner", "linux-64-core", cwd=tmp_path)
     assert larger.returncode == 0, larger.stderr
     assert "build: 3 job(s) on linux-64-core" in larger.stdout
     assert "standard hosted" not in larger.stdout + out.read_text()
+    assert yaml.safe_load(out.read_text())["jobs"]["build"]["runs-on"] == "linux-64-core"
     matrix = tmp_path / "matrix.yaml"
     text = matrix.read_text()
     assert "    remote_executor: null " in text
@@ -191,6 +287,12 @@ def test_builds_on_a_standard_hosted_runner_are_warned_about(tmp_path: Path) -> 
     )
     remote = run_tfbuild(*common, cwd=tmp_path)
     assert remote.returncode == 0, remote.stderr
+    assert "build: 3 job(s) on ubuntu-latest" in remote.stdout
     assert "bazel executes remotely at grpcs://rbe.example.com" in remote.stdout
     assert "# Bazel executes remotely at grpcs://rbe.example.com." in out.read_text()
     assert "standard hosted" not in remote.stdout
+
+
+def test_the_committed_workflow_has_no_zizmor_finding_above_low() -> None:
+    findings = _zizmor(REPO / ".github" / "workflows" / "tfbuild-nightly.yml")
+    assert not [f for f in findings if f["determinations"]["severity"] in ("Medium", "High")]
