@@ -142,9 +142,13 @@ def test_cache_volume_is_shared_between_variants(toy_store: Path) -> None:
         assert "--disk_cache=/cache/disk" in str(manifest["bazel_command"])
 
 
-def test_interrupted_build_leaves_nothing_half_done(own_store: Path, tmp_path: Path) -> None:
-    """Ctrl-C while the build container runs. The toy source here packages its wheel only
-    after ten minutes, so the signal always comes in the middle of the build."""
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupted_build_leaves_nothing_half_done(
+    own_store: Path, tmp_path: Path, stop: signal.Signals
+) -> None:
+    """Ctrl-C, or SIGTERM (a CI step's time limit, `docker stop`), while the build container
+    runs. The toy source here packages its wheel only after ten minutes, so the signal always
+    comes in the middle of the build."""
     wheel, manifest = stored(own_store, "avx512")
     source = shutil.copytree(TOY / "src", tmp_path / "src")
     setup = source / "setup.py"
@@ -167,7 +171,7 @@ def test_interrupted_build_leaves_nothing_half_done(own_store: Path, tmp_path: P
             break
         time.sleep(0.1)
     assert running, "the build container never started"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     assert proc.wait(timeout=120) == 130
     assert containers(ours, stopped=True) == []
     folder = wheel.parent

@@ -24,6 +24,7 @@ import json
 import shlex
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -33,16 +34,18 @@ from typing import Any
 import pytest
 import yaml
 from support.cli import run_tfbuild
-from support.docker import image_attrs
+from support.docker import containers, image_attrs
 from support.env import FIXTURES, REPO
 from support.ghactions import Replay
 from support.registry import push, registry
 from support.runner import PYTHON_BIN, SYSTEM_PATH, listed, runner_image
 from support.runner import environment as runner_environment
 from support.runner import runner as runner_container
+from support.serve import served
 from support.synthetic import session, write
 
-from tfbuild.ci.workflow import RESULTS_BRANCH
+from tfbuild.ci.settings import RESULTS_BRANCH
+from tfbuild.files import sha256_of
 from tfbuild.results.model import Results, RunFailure
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -126,7 +129,7 @@ def repository(tmp_path_factory: pytest.TempPathFactory, pinned: str, replay_bas
                            "--output", str(out))  # fmt: skip
         assert proc.returncode == 0, proc.stderr
     args = ["ci", "github", "--matrix", "toy/matrix.yaml", "--out", WORKFLOW,
-            "--build-runner", "builder"]  # fmt: skip
+            "--build-runner", "builder", "--publish", "pages"]  # fmt: skip
     for runner in RUNNERS:
         args += ["--bench-runner", runner, "--bench-host", f"{runner}=hosts/{runner}.json"]
     proc = run_tfbuild(*args, cwd=repo)
@@ -181,6 +184,19 @@ def server(folder: Path) -> Path:
     if not bare.exists():
         subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     return bare
+
+
+def served_wheel(site: Path, requirement: str, into: Path) -> Path:
+    """The wheel `pip download` gets for `requirement` from the site's index, the site served
+    over HTTP as GitHub Pages serves it (static files)."""
+    with served(site) as url:
+        download = [sys.executable, "-m", "pip", "download", "--isolated", "--no-deps",
+                    "--no-cache-dir", "--index-url", f"{url}wheels/simple/", "-d", str(into),
+                    requirement]  # fmt: skip
+        proc = subprocess.run(download, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (wheel,) = into.glob("*.whl")
+    return wheel
 
 
 def branch_files(bare: Path, branch: str = RESULTS_BRANCH) -> list[str]:
@@ -367,6 +383,40 @@ def test_nightly_workflow_replayed(
             f"bazel-{build.matrix['variant']}-{build.matrix['for']}-*-1-1"
         )
         assert (saved / "toy" / "builds").is_file()
+
+    # Re-run failed jobs: a build that runs out of time (here the Build step's limit lasts
+    # seconds) still saves its bazel cache, under its attempt's key, and stops its container;
+    # the next attempt passes, its upload replacing the artifact of the first (GitHub refuses a
+    # second artifact of one name in a run, 409 Conflict, unless told to overwrite).
+    replay = first.replay
+    replay.run_attempt, replay.minute_s = 2, 0.005  # the Build step stops after 1.7 s
+    (timed_out,) = replay.run_job("build", only=[0])
+    assert timed_out.matrix["variant"] == "avx2-fma"
+    build_step = timed_out.step("Build")
+    assert build_step.outcome == "failure", _log([timed_out])
+    assert build_step.output.endswith("##[error]The action has timed out.")
+    save = timed_out.step("Save the bazel caches (also when the build failed or timed out)")
+    assert save.outcome == "success"
+    (again,) = (first.root / "caches").glob("bazel-avx2-fma-any-*-1-2")
+    assert "avx2-fma " in (again / "toy" / "builds").read_text()  # restored, then saved
+    store = first.root / "jobs" / "build-0" / "attempt-2" / "work" / "wheels"
+    assert containers(f"org.tfbuild.store={store}", stopped=True) == []
+    replay.run_attempt, replay.minute_s = 3, 60.0
+    (rerun,) = replay.run_job("build", only=[0])
+    assert rerun.ok, _log([rerun])
+    artifact = first.root / "artifacts" / "wheel-any-avx2-fma"
+    assert len(list(artifact.glob("*/*.whl"))) == 1
+
+    # The passing night published: its wheels built for any runner as an index that pip
+    # installs from over HTTP (the Pages site served here), beside the report.
+    first.run("publish", "deploy")
+    (publish,) = first.job("publish")
+    assert publish.ok, _log([publish])
+    site = first.root / "artifacts" / "github-pages"
+    assert (site / "index.html").read_text().lower().startswith("<!doctype html>")
+    (built,) = artifact.glob("*/*.whl")
+    fetched = served_wheel(site, "tfbuild-probe==1.0.0+avx2.fma", tmp_path / "fetched")
+    assert fetched.name == built.name and sha256_of(fetched) == sha256_of(built)
 
     def second(name: str, docs: dict[str, Results], run_id: int) -> Any:
         night = Night(repository, container, tmp_path / name, run_id=run_id, remote=remote)

@@ -19,11 +19,13 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+TIMED_OUT = 124
+"""timeout(1)'s exit status when the command ran out of time."""
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 TOKEN = re.compile(r"\s*(?:('[^']*')|(&&|\|\||==|!=|!|\(|\))|(always\(\)|success\(\)|failure\(\))"
                    r"|([A-Za-z_][\w.-]*))")  # fmt: skip
@@ -70,6 +72,9 @@ class Replay:
     schedule: str = "0 3 * * *"
     run_id: int = 1
     run_attempt: int = 1
+    minute_s: float = 60.0
+    """How long a minute of a step's `timeout-minutes` lasts here (a step over its limit gets
+    SIGINT, as GitHub's runner sends first, and fails: "The action has timed out.")."""
     server_url: str = "https://github.com"
     """GITHUB_SERVER_URL: where the repository's git remote is ($SERVER/$REPOSITORY.git); a
     file:// folder of bare repositories stands in for GitHub's."""
@@ -154,7 +159,9 @@ class Replay:
             out[name] = {"outputs": merged, "result": "success" if ok else "failure"}
         return out
 
-    def run_job(self, job_id: str) -> list[JobResult]:
+    def run_job(self, job_id: str, only: Sequence[int] | None = None) -> list[JobResult]:
+        """Run a job's matrix entries (`only` these: a re-run of failed jobs), in this run's
+        attempt; `results` keeps each entry's latest attempt."""
         job = self.workflow["jobs"][job_id]
         strategy = job.get("strategy", {}).get("matrix")
         entries: list[dict[str, str]] = [{}]
@@ -168,13 +175,19 @@ class Replay:
         needs = self._needs(job)
         results = []
         for n, entry in enumerate(entries):
+            if only is not None and n not in only:
+                continue
             ctx = self._context(entry, needs, {})
             ctx["_success"] = all(v["result"] == "success" for v in needs.values())
             if not self.condition(job.get("if"), ctx):
                 results.append(JobResult(job_id, entry, [StepResult("(job)", "skipped")]))
                 continue
             results.append(self._run(job_id, n, job, entry, needs))
-        self.results[job_id] = results
+        if only is None:
+            self.results[job_id] = results
+        else:
+            for n, result in zip(only, results, strict=True):
+                self.results[job_id][n] = result
         return results
 
     def _context(
@@ -199,7 +212,8 @@ class Replay:
         self, job_id: str, n: int, job: Mapping[str, Any], entry: dict[str, str],
         needs: Mapping[str, Any],
     ) -> JobResult:  # fmt: skip
-        home = self.root / f"{job_id}-{n}"
+        home = self.root / f"{job_id}-{n}" / f"attempt-{self.run_attempt}" \
+            if self.run_attempt > 1 else self.root / f"{job_id}-{n}"  # fmt: skip
         workspace = home / "work"
         (home / "home").mkdir(parents=True)
         workspace.mkdir()
@@ -221,6 +235,7 @@ class Replay:
             "GITHUB_RUN_ATTEMPT": str(self.run_attempt),
             "GITHUB_SERVER_URL": self.server_url,
             "GITHUB_REPOSITORY": "octo-org/tfbuild",
+            "GITHUB_REPOSITORY_OWNER": "octo-org",
             "GITHUB_WORKFLOW_REF": f"octo-org/tfbuild/{self.path}@refs/heads/main",
             "GITHUB_STEP_SUMMARY": str(files["summary"]),
             "RUNNER_OS": "Linux",
@@ -247,9 +262,14 @@ class Replay:
             env.update(self.substitute(step.get("env", {}), ctx))
             if "run" in step:
                 script = self.substitute(step["run"], ctx)
-                proc = self._shell(script, workspace, env)
+                limit = step.get("timeout-minutes")
+                seconds = None if limit is None else float(limit) * self.minute_s
+                proc = self._shell(script, workspace, env, seconds)
                 outcome = "success" if proc.returncode == 0 else "failure"
-                result.steps.append(StepResult(name, outcome, proc.stdout + proc.stderr))
+                said = proc.stdout + proc.stderr
+                if limit is not None and proc.returncode == TIMED_OUT:
+                    said += "\n##[error]The action has timed out."
+                result.steps.append(StepResult(name, outcome, said))
             else:
                 with_ = self.substitute(step.get("with", {}), ctx)
                 try:
@@ -269,10 +289,13 @@ class Replay:
         return result
 
     def _shell(
-        self, script: str, workspace: Path, env: Mapping[str, str]
+        self, script: str, workspace: Path, env: Mapping[str, str], limit: float | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """A `run:` step's script, as the runner's shell runs it: here, or in the container."""
+        """A `run:` step's script, as the runner's shell runs it: here, or in the container;
+        after `limit` seconds its process group gets SIGINT, and SIGKILL 10 s later."""
         shell = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script]
+        if limit is not None:
+            shell = ["timeout", "--signal=INT", "--kill-after=10", f"{limit:.1f}", *shell]
         if self.container is None:
             return subprocess.run(shell, cwd=workspace, env=env, capture_output=True, text=True,
                                   check=False, timeout=1800)  # fmt: skip
@@ -301,7 +324,9 @@ class Replay:
             pattern = with_.get("pattern") or with_.get("name") or "*"
             for artifact in sorted(self.artifacts.iterdir()) if self.artifacts.is_dir() else []:
                 if fnmatch.fnmatchcase(artifact.name, pattern):
-                    into = target if with_.get("merge-multiple") else target / artifact.name
+                    # one artifact by name, or several merged: into `path` itself
+                    alone = with_.get("merge-multiple") or with_.get("name")
+                    into = target if alone else target / artifact.name
                     shutil.copytree(artifact, into, dirs_exist_ok=True)
             return {}
         if action in ("actions/cache", "actions/cache/restore"):
@@ -313,6 +338,10 @@ class Replay:
             if action == "actions/cache":
                 post.append((key, target, hit))
             return {"cache-hit": "true" if hit else "false"}
+        if action == "actions/upload-pages-artifact":
+            return self._upload({"name": "github-pages", "path": with_["path"]}, workspace)
+        if action == "actions/deploy-pages":
+            return {"page_url": "https://octo-org.github.io/tfbuild/"}
         if action == "actions/cache/save":
             self._cache_save(with_["key"], target)
             return {}

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from tfbuild import wheelfile
 from tfbuild.analysis.answer import Decision
@@ -43,6 +43,7 @@ class Choice:
 WHEELS_VARIABLE = "TFBUILD_WHEELS"
 """What the "use this" block of a wheel on no package index asks the reader to set: a folder
 or page (pip --find-links) that holds the wheel."""
+_WHERE = f"${{{WHEELS_VARIABLE}:?a folder or page that holds the wheel}}"
 
 
 def _install(source: str, requirement: str, sha256: str, constraints: Sequence[str]) -> list[str]:
@@ -54,13 +55,30 @@ def _install(source: str, requirement: str, sha256: str, constraints: Sequence[s
     hashed = shlex.quote(f"{name} --hash=sha256:{sha256}")
     links = ""
     if source != "pypi":
-        where = f"${{{WHEELS_VARIABLE}:?a folder or page that holds the wheel}}"
-        links = f' --find-links "{where}"'
+        links = f' --find-links "{_WHERE}"'
     rest = " ".join(shlex.quote(c) for c in constraints)
     return [
         f"echo {hashed} | pip install --no-deps --require-hashes{links} -r /dev/stdin",
         f"pip install{links} {shlex.quote(requirement)}" + (f" {rest}" if rest else ""),
     ]
+
+
+def published(choice: Choice, index_url: str) -> Choice:
+    """The choice of a wheel on no package index, its install commands reading the wheel
+    from `index_url` (a PEP 503 index over the store, as `tfbuild index` writes and the nightly
+    workflow's publish job deploys), unless TFBUILD_WHEELS names another place. Unchanged for
+    a wheel from the package index."""
+    if choice.requirement is None or not any(_WHERE in line for line in choice.install):
+        return choice
+    project = canonicalize_name(choice.requirement.split("[", 1)[0].split("==", 1)[0])
+    page = f"{index_url.rstrip('/')}/{project}/"
+    return replace(
+        choice,
+        where=f"the index published at {index_url.rstrip('/')}/ (its page {page})",
+        install=[
+            line.replace(_WHERE, f"${{{WHEELS_VARIABLE}:-{page}}}") for line in choice.install
+        ],
+    )
 
 
 def _requirement(variant: VariantRecord) -> tuple[str, str] | None:

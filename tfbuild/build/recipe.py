@@ -22,10 +22,9 @@ from tfbuild.machine import cpu
 from tfbuild.machine.profile import HostProfile
 from tfbuild.plan.make import PlannedVariant
 from tfbuild.plan.target import (
-    config_refusal,
-    cuda_refusal,
     floor_added,
     plain_cpu,
+    recipe_refusal,
     shown_flags,
 )
 from tfbuild.resources import load_table
@@ -185,9 +184,8 @@ def make_recipe(
     era = release["era"]
     facts = table["eras"][era]
     compiler = release["compiler"]
-    for refusal in (config_refusal(variant), cuda_refusal(variant)):
-        if refusal is not None:
-            raise UsageError(refusal)
+    if (refusal := recipe_refusal(variant)) is not None:
+        raise UsageError(refusal)
     notes: list[str] = []
     if release.get("verify"):
         notes.append(

@@ -3,8 +3,10 @@ calls a stage; errors a user can fix are reported in one line with their own exi
 
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
+from types import FrameType
 
 import click
 
@@ -53,8 +55,15 @@ def _interrupted(argv: list[str]) -> str:
     return f"tfbuild: interrupted; {left}"
 
 
+def _stop(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM (a CI step's time limit, `docker stop`, a cancelled job) ends tfbuild as Ctrl-C
+    does: the containers it started are removed and finished work is kept."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: exit codes per error class, no traceback unless --debug."""
+    signal.signal(signal.SIGTERM, _stop)
     try:
         code = cli.main(args=argv, prog_name="tfbuild", standalone_mode=False)
     except TfbuildError as error:

@@ -134,6 +134,7 @@ def build(
     from tfbuild.engine import docker_status
     from tfbuild.plan.make import make_plan
     from tfbuild.plan.select import select
+    from tfbuild.plan.target import recipe_refusal
     from tfbuild.progress import make_reporter
     from tfbuild.store import WheelStore
 
@@ -172,6 +173,9 @@ def build(
     planned = [plan.planned(v.name) for v in chosen]
     options = BuildOptions(force=settings.force, tf_source=settings.tf_source)
     target = f"the machine in {settings.host}" if settings.host else "this machine"
+    for pv in planned:  # before any estimate: what no recipe builds is refused outright
+        if pv.variant.needs_build and (refusal := recipe_refusal(pv.variant)) is not None:
+            raise UsageError(refusal)
     for pv in planned:
         if pv.variant.needs_build and pv.verdict.runs is False:
             click.echo(

@@ -100,6 +100,12 @@ def _margin(value: str | None) -> float | None:
     help="Practical margin for the verdicts (default: one process's spread from the A/A "
     "control, at least 2%).",
 )
+@click.option(
+    "--wheels-url",
+    metavar="URL",
+    help="Where the source builds' wheels are published (a PEP 503 index, as `tfbuild index` "
+    "writes it): the 'use this' commands install from there.",
+)
 @debug_option
 def compare(
     results_files: tuple[str, ...],
@@ -111,6 +117,7 @@ def compare(
     new_class_passes: bool,
     everything: bool,
     margin: str | None,
+    wheels_url: str | None,
 ) -> None:
     """Rank the configs of one or more results files (RESULTS: files, folders of them, or
     quoted patterns) against the baseline.
@@ -126,6 +133,7 @@ def compare(
     benchmarks) in the new ones, or when none of OLD is of the new results' machine class, a
     line per cause.
     """
+    from tfbuild.analysis.choice import published
     from tfbuild.analysis.gate import gate
     from tfbuild.analysis.report import analyse
     from tfbuild.analysis.sessions import load_sessions
@@ -148,6 +156,11 @@ def compare(
     )
     sessions = load_sessions(settings.results)
     reports = analyse(sessions, settings.margin)
+    if wheels_url:
+        reports = [
+            dataclasses.replace(r, choice=published(r.choice, wheels_url)) if r.choice else r
+            for r in reports
+        ]
     verdict = None
     threshold = settings.fail_above
     if settings.against:

@@ -63,6 +63,7 @@ class GithubSettings:
     bench_hosts: dict[str, str]
     """Runner label -> the path of its saved profile (checked readable)."""
     fail_above: str
+    publish: bool
     check: bool
 
 
@@ -123,6 +124,12 @@ def _bench_hosts(given: tuple[str, ...]) -> dict[str, str]:
     help="Regression threshold against the previous night.",
 )
 @click.option(
+    "--publish",
+    type=click.Choice(["pages"]),
+    help="Publish each passing night's wheels (a PEP 503 index pip installs from) and HTML "
+    "report on the repository's GitHub Pages site (Settings > Pages > Source: GitHub Actions).",
+)
+@click.option(
     "--check", is_flag=True, help="Exit 13 if the file differs from what would be written."
 )
 @debug_option
@@ -134,12 +141,14 @@ def github(
     bench_runners: tuple[str, ...],
     bench_hosts: tuple[str, ...],
     fail_above: str,
+    publish: str | None,
     check: bool,
 ) -> None:
     """Write the nightly GitHub Actions workflow: plan, build per source variant, bench per
     runner, compare with a regression gate against the last passing night on the same machine
     class. Every job installs tfbuild from the repository it checks out."""
-    from tfbuild.ci import workflow
+    from tfbuild.ci import notes, workflow
+    from tfbuild.ci import settings as ci_settings
     from tfbuild.files import atomic_write_text
 
     parse_fraction("--fail-above", fail_above)
@@ -151,11 +160,12 @@ def github(
         bench_runners=bench_runners or ("ubuntu-latest",),
         bench_hosts=_bench_hosts(bench_hosts),
         fail_above=fail_above,
+        publish=publish == "pages",
         check=check,
     )
     matrix = read_matrix(settings.matrix)
     shown = str(settings.matrix) if settings.matrix is not None else "matrix.yaml"
-    generator = workflow.Settings(
+    generator = ci_settings.Settings(
         matrix_file=shown,
         out=str(settings.out),
         install=settings.install,
@@ -163,6 +173,7 @@ def github(
         bench_runners=settings.bench_runners,
         bench_hosts=settings.bench_hosts,
         fail_above=settings.fail_above,
+        publish=settings.publish,
     )
     text = workflow.render(matrix, generator)
     if not settings.check and not _under_workflows(settings.out):
@@ -182,7 +193,7 @@ def github(
         return
     atomic_write_text(settings.out, text)
     click.echo(f"wrote {settings.out}")
-    for line in workflow.summary(matrix, generator):
+    for line in notes.summary(matrix, generator):
         click.echo(f"  {line}")
 
 

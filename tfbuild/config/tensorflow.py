@@ -22,21 +22,39 @@ def floor_flags(version: str | None) -> tuple[str, ...]:
     return tuple(release.get("floor", ("avx",))) if release else ("avx",)
 
 
-def lacking_config(configs: Sequence[str], version: str) -> tuple[str, str] | None:
+def lacking_config(
+    configs: Sequence[str], version: str, read_only: bool = False
+) -> tuple[str, str] | None:
     """The first of `configs` (bazel --config names) that release `version`'s .bazelrc does not
     define, with the releases that do ("from 2.x", "up to 2.y"); None when it defines them all
-    (tfbuild/data/tensorflow.yaml `configs`)."""
+    (tfbuild/data/tensorflow.yaml `configs`). With `read_only`, only a lack read from the
+    release's own tree counts, not one inferred from master (`inferred`)."""
     known = load_table("tensorflow")["configs"]
     minor = version_tuple(".".join(version.split(".")[:2]))
     for name in configs:
         span = known.get(name, {})
         since, until = span.get("since"), span.get("until")
-        if (since and minor < version_tuple(since)) or (until and minor > version_tuple(until)):
+        after = bool(until and minor > version_tuple(until))
+        if read_only and after and span.get("inferred"):
+            continue
+        if (since and minor < version_tuple(since)) or after:
             limits = " ".join(
                 part for part in (since and f"from {since}", until and f"up to {until}") if part
             )
             return name, limits
     return None
+
+
+def inferred_lack(configs: Sequence[str], version: str) -> tuple[str, str] | None:
+    """The first of `configs` that release `version` is taken to lack only by inference (its
+    own .bazelrc not read), with the last release known to define it; None otherwise."""
+    known = load_table("tensorflow")["configs"]
+    if lacking_config(configs, version, read_only=True) is not None:
+        return None
+    lack = lacking_config(configs, version)
+    if lack is None or not known.get(lack[0], {}).get("inferred"):
+        return None
+    return lack[0], str(known[lack[0]]["until"])
 
 
 def has_recipe(version: str) -> bool:

@@ -18,6 +18,7 @@ from tfbuild.plan.runtimes import Runtimes
 from tfbuild.plan.select import select
 from tfbuild.plan.target import (
     compiler_flags,
+    config_doubt,
     config_refusal,
     cuda_refusal,
     cuda_verdict,
@@ -25,6 +26,7 @@ from tfbuild.plan.target import (
     required_cpu_flags,
     resolve_march,
     shown_flags,
+    toolchain_refusal,
 )
 from tfbuild.resources import load_table
 
@@ -231,7 +233,7 @@ def verdict(
         if missing:
             names = ", ".join(cpu.display_name(f) for f in missing)
             fail(f"needs {names}; this CPU has up to {cpu.highest_extension(host.cpu.flags)}")
-    if (refused := config_refusal(variant)) is not None:
+    if (refused := toolchain_refusal(variant) or config_refusal(variant)) is not None:
         fail(refused)
     refusal = cuda_refusal(variant)
     if refusal is not None:
@@ -269,6 +271,8 @@ def verdict(
         names = shown_flags(added)
         them = "it" if len(added) == 1 else "them"
         reasons.append(f"{names} added: TensorFlow {variant.tf_minor}'s own wheels have {them}")
+    if (doubt := config_doubt(variant)) is not None:
+        reasons.append(doubt)
     if variant.source == "bazel" and release is not None and release.get("verify"):
         reasons.append(
             f"TensorFlow {variant.tf_minor}'s build facts are not confirmed from a release tag: "

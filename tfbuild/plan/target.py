@@ -10,7 +10,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tfbuild.config.model import Cuda, Variant
-from tfbuild.config.tensorflow import floor_flags, lacking_config
+from tfbuild.config.tensorflow import floor_flags, inferred_lack, lacking_config
 from tfbuild.machine import cpu
 from tfbuild.machine.gpu import runs_on
 from tfbuild.machine.profile import GpuInfo, HostProfile
@@ -125,13 +125,38 @@ def cuda_refusal(variant: Variant) -> str | None:
     )
 
 
+def recipe_refusal(variant: Variant) -> str | None:
+    """Why no recipe builds this source variant (a retired toolchain, a --config its release
+    lacks, a CUDA build tfbuild does not make); None when one does."""
+    return toolchain_refusal(variant) or config_refusal(variant) or cuda_refusal(variant)
+
+
+def toolchain_refusal(variant: Variant) -> str | None:
+    """Why a source variant's release cannot be built any more: its era's compiler is retired
+    (tfbuild/data/tensorflow.yaml `compilers`), with what to do instead; None when it can."""
+    if variant.source != "bazel" or not variant.tf_minor:
+        return None
+    table = load_table("tensorflow")
+    release = table["releases"].get(variant.tf_minor)
+    compiler = table["compilers"].get(release["compiler"], {}) if release else {}
+    if not compiler.get("retired"):
+        return None
+    newer = [m for m, r in table["releases"].items()
+             if not table["compilers"].get(r["compiler"], {}).get("retired")]  # fmt: skip
+    return (
+        f"variant {variant.name!r}: TensorFlow {variant.tf_minor} is retired here: "
+        f"{' '.join(compiler['retired'].split())}; build TensorFlow {newer[0]} or newer, or use "
+        f"the TensorFlow {variant.tf_minor} wheel from the package index"
+    )
+
+
 def config_refusal(variant: Variant) -> str | None:
     """Why a source variant asks for a --config its TensorFlow release does not define, and
     what to use instead (tfbuild/data/tensorflow.yaml `configs`); None when every one is
     defined. The tree's own .bazelrc has the last word: the preflight reads it before bazel."""
     if variant.source != "bazel" or not variant.tensorflow:
         return None
-    lacking = lacking_config(variant.configs, variant.tensorflow)
+    lacking = lacking_config(variant.configs, variant.tensorflow, read_only=True)
     if lacking is None:
         return None
     name, limits = lacking
@@ -140,6 +165,23 @@ def config_refusal(variant: Variant) -> str | None:
     return (
         f"variant {variant.name!r}: TensorFlow {variant.tensorflow} has no "
         f"--config={name} (its .bazelrc defines it {limits}){instead}"
+    )
+
+
+def config_doubt(variant: Variant) -> str | None:
+    """A --config the variant's release is taken to lack without its tree being read (it is
+    gone from master after the last release known to define it): a warning, not a refusal,
+    since the build's preflight reads the tree's .bazelrc before bazel starts."""
+    if variant.source != "bazel" or not variant.tensorflow:
+        return None
+    doubt = inferred_lack(variant.configs, variant.tensorflow)
+    if doubt is None:
+        return None
+    name, until = doubt
+    return (
+        f"--config={name} is probably gone from TensorFlow {variant.tf_minor} (master lost it "
+        f"after {until}; this release's .bazelrc is not read here): the build's preflight "
+        "reads the tree and stops before bazel if it is"
     )
 
 

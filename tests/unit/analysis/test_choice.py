@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from support import serve
 from support.cext import pure_wheel, tagged_wheel
 from support.cli import compare
 from support.synthetic import session, write
@@ -69,6 +70,26 @@ def _installed(tmp_path: Path) -> str:
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return proc.stdout
+
+
+def test_use_this_of_a_published_wheel_installs_from_its_index(tmp_path: Path) -> None:
+    """With --wheels-url (where the nightly workflow's publish job deploys `tfbuild index`'s
+    pages), the block installs the measured wheel from that index, served over HTTP, with
+    nothing to set; TFBUILD_WHEELS still names another place."""
+    store = tmp_path / "store"
+    (store / "tf1.0-py3.11-fast").mkdir(parents=True)
+    wheel = tagged_wheel(store / "tf1.0-py3.11-fast", "toytf", "py3-none-any", version="1.0+avx2")
+    write_index(store)
+    results = write(tmp_path / "session.json", _chosen(wheel, "bazel"))
+    with serve.served(store) as site:
+        url = f"{site}simple/"
+        proc = compare(str(results), "--format", "markdown", "--wheels-url", url)
+        assert proc.returncode == 0, proc.stderr
+        block = proc.stdout.split("```bash", 1)[1].split("```", 1)[0]
+        assert f'--find-links "${{{WHEELS_VARIABLE}:-{url}toytf/}}"' in block
+        pasted = _paste(block, tmp_path, {"PIP_NO_INDEX": "1"})
+    assert pasted.returncode == 0, pasted.stdout + pasted.stderr
+    assert "VERSION = '1.0+avx2'" in _installed(tmp_path)
 
 
 @pytest.mark.slow

@@ -288,11 +288,14 @@ def test_no_variant_is_built_below_the_releases_floor(tmp_path: Path) -> None:
     assert "f16c" not in (by_name["tuned-2.17"].required_flags or ())
 
 
-def test_a_release_candidate_builds_from_its_tag_and_mkl_is_refused_where_gone(
+def test_a_release_candidate_builds_from_its_tag_and_its_tree_decides_on_mkl(
     tmp_path: Path,
 ) -> None:
     """2.22.0rc0 (the package index's name) is cloned from TensorFlow's tag v2.22.0-rc0 with
-    the 2.22 facts; a 2.22 variant asking for --config=mkl is refused before anything renders."""
+    the 2.22 facts. A 2.22 variant asking for --config=mkl renders (that 2.22 lacks it is
+    inferred from master, not read from its tree): its build script hands mkl to the
+    preflight, which stops the build before bazel on a tree without it (the .bazelrc read just
+    after the r2.21 cut, mkl lines taken out) and lets it through on one that defines it."""
     (tmp_path / "matrix.yaml").write_text(
         'defaults: {tensorflow: "2.22.0rc0", python: "3.14"}\n'
         "variants:\n  - {name: plain, source: bazel}\n"
@@ -304,5 +307,13 @@ def test_a_release_candidate_builds_from_its_tag_and_mkl_is_refused_where_gone(
     assert "git clone --depth 1 --branch v2.22.0-rc0 " in files.dockerfile
     assert "--repo_env=HERMETIC_PYTHON_VERSION=3.14" in recipe.bazel_command
     assert "--config=avx_linux" in recipe.bazel_command
-    with pytest.raises(UsageError, match=r"TensorFlow 2.22.0rc0 has no --config=mkl"):
-        recipe_for(m, "mkl", BUILDER, ca_bundle=False)
+    mkl = recipe_for(m, "mkl", BUILDER, ca_bundle=False)
+    assert "--config=mkl" in mkl.bazel_command
+    script = render(mkl, template_dirs(None)).build_script
+    (call,) = [line for line in script.splitlines() if "tfbuild-preflight" in line]
+    assert call.split(")")[0].split()[3:] == ["mkl", "avx_linux"], call
+    for defined, status in ((False, 3), (True, 0)):
+        root = tree(tmp_path / str(defined), "2.22dev", "7.7.0", mkl=defined)
+        checked = subprocess.run(["sh", str(PREFLIGHT), str(root), "7.7.0", "mkl"],
+                                 capture_output=True, text=True, check=False)  # fmt: skip
+        assert checked.returncode == status, checked.stderr

@@ -19,7 +19,7 @@ from support.cli import run_tfbuild
 from support.env import FIXTURES, REPO
 
 from tfbuild.ci.actions import PINS
-from tfbuild.ci.workflow import ARTIFACT_DAYS, BUILD_TIMEOUT_MIN, check_install
+from tfbuild.ci.settings import ARTIFACT_DAYS, BUILD_TIMEOUT_MIN, check_install
 from tfbuild.errors import UsageError
 
 SKYLAKE = FIXTURES / "cpuinfo" / "skylake-sp-xeon-gold-6132.cpuinfo"
@@ -148,16 +148,23 @@ def test_artifacts_survive_a_rerun_and_expire(tmp_path: Path) -> None:
     assert {u["path"] for u in uploads} == {"wheels/*/", "results/", "report.html"}
 
 
-@pytest.mark.parametrize("build_runner", [None, "big-builder"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        [],
+        ["--build-runner", "big-builder"],
+        ["--build-runner", "big-builder", "--publish", "pages"],
+    ],
+    ids=["default", "builds", "builds-published"],
+)
 def test_actions_are_pinned_and_zizmor_finds_nothing_above_low(
-    tmp_path: Path, build_runner: str | None
+    tmp_path: Path, options: list[str]
 ) -> None:
-    """zizmor (offline, its auditor persona) on the generated workflow, with and without
-    build jobs: nothing above low. Every action is pinned by a commit with its tag in a
-    comment, and no checkout leaves its credentials on disk."""
+    """zizmor (offline, its auditor persona) on the generated workflow, without build jobs,
+    with them, and publishing to GitHub Pages: nothing above low. Every action is pinned by a
+    commit with its tag in a comment, and no checkout leaves its credentials on disk."""
     shutil.copy(REPO / "matrix.yaml", tmp_path / "matrix.yaml")
-    runner = ["--build-runner", build_runner] if build_runner else []
-    proc = run_tfbuild("ci", "github", *runner, "--out", ".github/workflows/n.yml", cwd=tmp_path)
+    proc = run_tfbuild("ci", "github", *options, "--out", ".github/workflows/n.yml", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     path = tmp_path / ".github/workflows/n.yml"
     findings = _zizmor(path)
@@ -173,6 +180,10 @@ def test_actions_are_pinned_and_zizmor_finds_nothing_above_low(
         if s.get("uses", "").startswith("actions/checkout@")
     ]  # fmt: skip
     assert checkouts and all(s["with"]["persist-credentials"] is False for s in checkouts)
+    if "--publish" in options:  # only the deploy job may write to Pages
+        jobs = yaml.safe_load(text)["jobs"]
+        writers = {n for n, j in jobs.items() if "pages" in j.get("permissions", {})}
+        assert writers == {"deploy"} and jobs["publish"]["needs"] == ["plan", "compare"]
 
 
 def test_zizmor_finds_what_the_workflow_generated_before_had() -> None:

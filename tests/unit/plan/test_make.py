@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from support.cli import run_tfbuild
 from support.env import FIXTURES, REPO
 
 from tfbuild.config.load import load_matrix
@@ -193,8 +194,10 @@ variants:
 
 
 def test_each_line_of_a_2_22_plan_says_what_will_happen(tmp_path: Path) -> None:
-    """A 2.22.0rc0 matrix plans: a config the release lacks is refused for that variant alone
-    (mkl, with what to use instead; clang_local before 2.21; tensorrt after 2.17), Blackwell
+    """A 2.22.0rc0 matrix plans: a config the release's files show it lacks is refused for
+    that variant alone (clang_local before 2.21; tensorrt after 2.17); mkl, which master lost
+    after 2.21 but 2.22's own .bazelrc was not read for, is a warning that the build's preflight
+    decides (it reads the tree before bazel starts), not a refusal; Blackwell
     capabilities are refused with the path TensorFlow builds them by, F16C joins a variant
     naming AVX2 and FMA, Python 3.14 is 2.22's, and the facts not read from a tag say so."""
     (tmp_path / "matrix.yaml").write_text(NEXT)
@@ -202,13 +205,15 @@ def test_each_line_of_a_2_22_plan_says_what_will_happen(tmp_path: Path) -> None:
     got = {pv.variant.name: pv for pv in plan.variants}
     runs = {name: pv.verdict.runs for name, pv in got.items()}
     said = {name: "; ".join(pv.verdict.reasons) for name, pv in got.items()}
-    assert runs == {"stock": True, "mkl-avx2": False, "mkl-2.21": True, "avx2-fma": True,
+    assert runs == {"stock": True, "mkl-avx2": True, "mkl-2.21": True, "avx2-fma": True,
                     "py314": True, "clang-2.17": False, "trt": False,
                     "blackwell": False}  # fmt: skip
-    assert said["mkl-avx2"].startswith(
-        "variant 'mkl-avx2': TensorFlow 2.22.0rc0 has no --config=mkl (its .bazelrc defines it up "
-        "to 2.21): oneDNN is in the stock build: use the stock wheel with TF_ENABLE_ONEDNN_OPTS=1"
+    assert (
+        "--config=mkl is probably gone from TensorFlow 2.22 (master lost it after 2.21; this "
+        "release's .bazelrc is not read here): the build's preflight reads the tree and stops "
+        "before bazel if it is" in said["mkl-avx2"]
     )
+    assert "--config=mkl" not in said["mkl-2.21"]
     assert "has no --config=clang_local (its .bazelrc defines it from 2.21)" in said["clang-2.17"]
     assert "has no --config=tensorrt (its .bazelrc defines it up to 2.17)" in said["trt"]
     assert said["blackwell"].startswith(
@@ -225,8 +230,6 @@ def test_tfbuild_matrix_prints_the_same_for_each_line(tmp_path: Path) -> None:
     """The same plan as `tfbuild matrix --json` gives it, for a saved Skylake profile."""
     import json
 
-    from support.cli import run_tfbuild
-
     (tmp_path / "matrix.yaml").write_text(NEXT)
     profile = tmp_path / "skylake.json"
     made = run_tfbuild("detect", "--cpuinfo", str(CPUINFO / "skylake-sp-xeon-gold-6132.cpuinfo"),
@@ -236,10 +239,13 @@ def test_tfbuild_matrix_prints_the_same_for_each_line(tmp_path: Path) -> None:
                        str(profile), "--json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     lines = {v["name"]: v for v in json.loads(proc.stdout)["variants"]}
-    assert lines["mkl-avx2"]["runs_here"] is False
+    assert lines["mkl-avx2"]["runs_here"] is True
+    assert any(r.startswith("--config=mkl is probably gone from TensorFlow 2.22")
+               for r in lines["mkl-avx2"]["reasons"])  # fmt: skip
+    assert lines["trt"]["runs_here"] is False
     assert (
-        "has no --config=mkl (its .bazelrc defines it up to 2.21)"
-        in lines["mkl-avx2"]["reasons"][0]
+        "has no --config=tensorrt (its .bazelrc defines it up to 2.17)"
+        in (lines["trt"]["reasons"][0])
     )
     assert lines["blackwell"]["runs_here"] is False
     assert lines["blackwell"]["reasons"][0].startswith("variant 'blackwell': sm_120 (Blackwell)")
@@ -247,3 +253,36 @@ def test_tfbuild_matrix_prints_the_same_for_each_line(tmp_path: Path) -> None:
     assert "f16c" in lines["avx2-fma"]["required_cpu_flags"]
     assert lines["py314"]["python"] == "3.14" and lines["py314"]["runs_here"] is True
     assert lines["stock"]["tensorflow"] == "2.22.0rc0" and lines["stock"]["runs_here"] is True
+
+
+RETIRED = """\
+defaults:
+  tensorflow: "2.12.1"
+  python: "3.11"
+variants:
+  - {name: stock, source: pypi, requirement: "tensorflow-cpu==2.12.1"}
+  - {name: avx2-fma, source: bazel, cpu_flags: [avx2, fma]}
+  - {name: next, source: bazel, tensorflow: "2.13.1", cpu_flags: [avx2, fma]}
+tunings:
+  - name: default
+"""
+
+
+def test_a_retired_era_is_refused_at_plan_time_with_why(tmp_path: Path) -> None:
+    """TensorFlow 2.12's toolchain (gcc-9) is not in the bookworm base: its source variant is
+    refused in the plan, saying why and what to do instead; 2.13 (clang-16) plans, and the
+    2.12 wheel from the index runs. `tfbuild build` refuses it before any estimate or build."""
+    (tmp_path / "matrix.yaml").write_text(RETIRED)
+    plan = make_plan(load_matrix(tmp_path / "matrix.yaml"), fleet("skylake-sp-xeon-gold-6132"))
+    verdicts = {pv.variant.name: pv.verdict for pv in plan.variants}
+    assert verdicts["avx2-fma"].runs is False
+    (reason,) = verdicts["avx2-fma"].reasons
+    assert reason.startswith("variant 'avx2-fma': TensorFlow 2.12 is retired here: its toolchain")
+    assert "not in Debian 12 (bookworm)" in reason
+    assert reason.endswith("build TensorFlow 2.13 or newer, or use the TensorFlow 2.12 wheel "
+                           "from the package index")  # fmt: skip
+    assert verdicts["next"].runs is True and verdicts["stock"].runs is True
+    proc = run_tfbuild("build", "--matrix", str(tmp_path / "matrix.yaml"), "--variant",
+                       "avx2-fma", "--store", str(tmp_path / "wheels"))  # fmt: skip
+    assert proc.returncode == 64, proc.stderr
+    assert proc.stderr.strip() == f"tfbuild: {reason}" and "about" not in proc.stderr
