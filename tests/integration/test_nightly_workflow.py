@@ -15,7 +15,8 @@ the debootstrapped Debian image, support/registry.py), and the benchmark: two ru
 are two saved host profiles (a Haswell and a Skylake-SP Xeon), and `tfbuild bench` in the bench
 job writes a prepared results file for its runner's class instead of measuring (a real bench
 session on this machine is tests/integration/test_bench.py). The jobs share one runner
-container and its setup-python venv; the second nights reuse the first night's builds.
+container and its setup-python venv; the second nights reuse the first night's plan
+and builds.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ from tfbuild.results.model import Results, RunFailure
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 WORKFLOW = ".github/workflows/tfbuild-nightly.yml"
+STANDARD = ".github/workflows/standard-runners.yml"
+"""The same workflow generated without a build runner: no build job."""
 RUNNERS = {
     "runner-a": "haswell-xeon-e5-2680v3.cpuinfo",
     "runner-b": "skylake-sp-xeon-gold-6132.cpuinfo",
@@ -128,12 +131,13 @@ def repository(tmp_path_factory: pytest.TempPathFactory, pinned: str, replay_bas
         proc = run_tfbuild("detect", "--cpuinfo", str(FIXTURES / "cpuinfo" / cpuinfo),
                            "--output", str(out))  # fmt: skip
         assert proc.returncode == 0, proc.stderr
-    args = ["ci", "github", "--matrix", "toy/matrix.yaml", "--out", WORKFLOW,
-            "--build-runner", "builder", "--publish", "pages"]  # fmt: skip
+    common = ["ci", "github", "--matrix", "toy/matrix.yaml"]
     for runner in RUNNERS:
-        args += ["--bench-runner", runner, "--bench-host", f"{runner}=hosts/{runner}.json"]
-    proc = run_tfbuild(*args, cwd=repo)
-    assert proc.returncode == 0, proc.stderr
+        common += ["--bench-runner", runner, "--bench-host", f"{runner}=hosts/{runner}.json"]
+    built = ["--build-runner", "builder", "--publish", "pages"]
+    for path, extra in ((WORKFLOW, built), (STANDARD, [])):
+        proc = run_tfbuild(*common, *extra, "--out", path, cwd=repo)
+        assert proc.returncode == 0, proc.stderr
     return repo
 
 
@@ -150,8 +154,8 @@ def container(standin: str, tmp_path: Path) -> Iterator[str]:
         yield started
 
 
-def workflow(repository: Path) -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load((repository / WORKFLOW).read_text())
+def workflow(repository: Path, path: str = WORKFLOW) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load((repository / path).read_text())
     return document
 
 
@@ -207,8 +211,9 @@ def branch_files(bare: Path, branch: str = RESULTS_BRANCH) -> list[str]:
 
 class Night:
     def __init__(
-        self, repository: Path, container: str, root: Path, run_id: int, remote: Path | None = None
-    ) -> None:
+        self, repository: Path, container: str, root: Path, run_id: int,
+        remote: Path | None = None, path: str = WORKFLOW,
+    ) -> None:  # fmt: skip
         self.root = root
         shims = root / "shims"
         shims.mkdir(parents=True)
@@ -218,7 +223,8 @@ class Night:
         env = runner_environment()
         env.update(REPLAY_DIR=str(root), VENV=str(PYTHON_BIN.parent), TFBUILD_TF_SOURCE="toy/src")
         self.replay = Replay(
-            workflow=workflow(repository),
+            workflow=workflow(repository, path),
+            path=path,
             repository=repository,
             root=root / "jobs",
             python_bin=PYTHON_BIN,
@@ -418,14 +424,14 @@ def test_nightly_workflow_replayed(
     fetched = served_wheel(site, "tfbuild-probe==1.0.0+avx2.fma", tmp_path / "fetched")
     assert fetched.name == built.name and sha256_of(fetched) == sha256_of(built)
 
-    def second(name: str, docs: dict[str, Results], run_id: int) -> Any:
-        night = Night(repository, container, tmp_path / name, run_id=run_id, remote=remote)
+    def second(name: str, docs: dict[str, Results], run_id: int, path: str = WORKFLOW) -> Any:
+        night = Night(repository, container, tmp_path / name, run_id, remote, path)
         shutil.copytree(first.root / "caches", night.root / "caches")
         night.root.joinpath("artifacts").mkdir()
         for artifact in (first.root / "artifacts").glob("wheel-*"):
             shutil.copytree(artifact, night.root / "artifacts" / artifact.name)
         night.results(docs)
-        night.run("plan")
+        night.replay.results["plan"] = [plan]  # the first night's decision and release
         night.replay.results["build"] = builds
         night.run("bench", "compare")
         (job,) = night.job("compare")
@@ -458,7 +464,7 @@ def test_nightly_workflow_replayed(
     assert causes and all(c.strip().startswith("tuned:default ") for c in causes), causes
     assert all("slower than 5% allows" in c and "Gold 6132" in c for c in causes)
 
-    # The branch emptied by hand: a red night that says why, never a gate that turns itself off.
+    # The branch emptied by hand: a red night that says why, never a gate that turns itself off,
     empty = tmp_path / "empty-branch"
     for command in (["init", "-q", "-b", RESULTS_BRANCH, str(empty)],
                     ["-C", str(empty), "-c", "user.name=t", "-c", "user.email=t@example.com",
@@ -466,7 +472,13 @@ def test_nightly_workflow_replayed(
                     ["-C", str(empty), "push", "-q", "--force", str(remote),
                      f"HEAD:refs/heads/{RESULTS_BRANCH}"]):  # fmt: skip
         subprocess.run(["git", *command], check=True)
-    emptied = second("emptied", tonight({}, seed=50), run_id=5)
+    # ... on the workflow generated without a build runner: no build job, and each bench job
+    # skips the source variants, as its file says.
+    assert "build" not in workflow(repository, STANDARD)["jobs"]
+    emptied = second("emptied", tonight({}, seed=50), run_id=5, path=STANDARD)
+    for runner in RUNNERS:
+        args = (tmp_path / "emptied" / f"bench-args-{runner}").read_text().split()
+        assert [args[i + 1] for i, a in enumerate(args) if a == "--skip"] == ["avx2-fma", "tuned"]
     gate = emptied.step("Report and regression gate (same machine class)")
     assert gate.outcome == "failure", _log([emptied])
     assert f"the {RESULTS_BRANCH} branch holds no results to gate against" in gate.output

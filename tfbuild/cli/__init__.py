@@ -3,6 +3,8 @@ calls a stage; errors a user can fix are reported in one line with their own exi
 
 from __future__ import annotations
 
+import functools
+import os
 import signal
 import sys
 import traceback
@@ -55,15 +57,21 @@ def _interrupted(argv: list[str]) -> str:
     return f"tfbuild: interrupted; {left}"
 
 
-def _stop(signum: int, frame: FrameType | None) -> None:
+def _stop(main_pid: int, signum: int, frame: FrameType | None) -> None:
     """SIGTERM (a CI step's time limit, `docker stop`, a cancelled job) ends tfbuild as Ctrl-C
-    does: the containers it started are removed and finished work is kept."""
+    does: the containers it started are removed and finished work is kept. A forked worker
+    (which a pool stops with SIGTERM when its work is done) just ends, as without the handler:
+    it must not unwind into a copy of the command and run its clean-up."""
+    if os.getpid() != main_pid:  # the audit's process pool forks workers that inherit this
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: exit codes per error class, no traceback unless --debug."""
-    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGTERM, functools.partial(_stop, os.getpid()))
     try:
         code = cli.main(args=argv, prog_name="tfbuild", standalone_mode=False)
     except TfbuildError as error:
