@@ -360,20 +360,23 @@ class Replay:
                 )
             shutil.rmtree(into)
         path = str(with_["path"])
-        root = workspace / path.split("*", 1)[0] if "*" in path else workspace / path
-        found = sorted(workspace.glob(path)) if "*" in path else [root] if root.exists() else []
+        if "*" in path:
+            root, found = workspace / path.split("*", 1)[0], sorted(workspace.glob(path))
+        else:
+            target = workspace / path
+            root = target if target.is_dir() else target.parent
+            found = [target] if target.exists() else []
         if not found:
             if with_.get("if-no-files-found", "warn") == "error":
                 raise StepFailed(f"No files were found with the provided path: {path}")
             return {}
         for item in found:
+            stored = into / item.relative_to(root)
             if item.is_dir():
-                relative = item.relative_to(root) if "*" in path else Path()
-                shutil.copytree(item, into / relative, dirs_exist_ok=True)
+                shutil.copytree(item, stored, dirs_exist_ok=True)
             else:
-                (into / (item.relative_to(root).parent if "*" in path else Path())).mkdir(
-                    parents=True, exist_ok=True)  # fmt: skip
-                shutil.copy2(item, into / (item.relative_to(root) if "*" in path else item.name))
+                stored.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(item, stored)
         return {}
 
     def _cache_find(self, key: str, restore_keys: list[str]) -> tuple[Path | None, bool]:

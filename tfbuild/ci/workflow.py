@@ -462,6 +462,16 @@ def workflow(matrix: Matrix, s: Settings) -> dict[str, Any]:
     }
 
 
+_COMMENTS = (
+    ("      contents: write", PUSH_NOTE),
+    ("      pages: write", "deploys the site"),
+    ("      id-token: write", "deploy-pages proves its origin"),
+    (SECRET_LINE, SECRET_NOTE),
+)
+"""Comments the generated text carries after a line (YAML's writer has none): why a job
+holds a permission, why zizmor's finding on the secret is set aside."""
+
+
 def render(matrix: Matrix, settings: Settings) -> str:
     check_install(settings.install)
     for runner, path in settings.bench_hosts.items():
@@ -480,12 +490,8 @@ def render(matrix: Matrix, settings: Settings) -> str:
         + left_out_note(fanout["left_out"]),
     )
     body = yaml.dump(workflow(matrix, settings), Dumper=_Dumper, sort_keys=False, width=100)
-    body = body.replace("      contents: write\n", f"      contents: write  # {PUSH_NOTE}\n", 1)
-    body = body.replace("      pages: write\n", "      pages: write  # deploys the site\n", 1)
-    body = body.replace(
-        "      id-token: write\n", "      id-token: write  # deploy-pages proves its origin\n", 1
-    )
-    body = body.replace(SECRET_LINE, f"{SECRET_LINE}  # {SECRET_NOTE}", 1)
+    for line, comment in _COMMENTS:
+        body = body.replace(line, f"{line}  # {comment}", 1)
     return header + with_tag_comments(body)
 
 
