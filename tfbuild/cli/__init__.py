@@ -3,7 +3,6 @@ calls a stage; errors a user can fix are reported in one line with their own exi
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import sys
@@ -57,21 +56,28 @@ def _interrupted(argv: list[str]) -> str:
     return f"tfbuild: interrupted; {left}"
 
 
-def _stop(main_pid: int, signum: int, frame: FrameType | None) -> None:
+def _stop(signum: int, frame: FrameType | None) -> None:
     """SIGTERM (a CI step's time limit, `docker stop`, a cancelled job) ends tfbuild as Ctrl-C
-    does: the containers it started are removed and finished work is kept. A forked worker
-    (which a pool stops with SIGTERM when its work is done) just ends, as without the handler:
-    it must not unwind into a copy of the command and run its clean-up."""
-    if os.getpid() != main_pid:  # the audit's process pool forks workers that inherit this
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-        return
+    does: the containers it started are removed and finished work is kept."""
     raise KeyboardInterrupt
+
+
+def _default_sigterm() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM to this process takes Ctrl-C's path. A process forked from it (the audit's pool
+    workers, which their pool stops with SIGTERM) gets the default action back at once: a
+    Python handler runs only when the interpreter gets control, so a worker blocked in a lock
+    would never end, and one that did run it would unwind into a copy of the command."""
+    signal.signal(signal.SIGTERM, _stop)
+    os.register_at_fork(after_in_child=_default_sigterm)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: exit codes per error class, no traceback unless --debug."""
-    signal.signal(signal.SIGTERM, functools.partial(_stop, os.getpid()))
+    stop_on_sigterm()
     try:
         code = cli.main(args=argv, prog_name="tfbuild", standalone_mode=False)
     except TfbuildError as error:

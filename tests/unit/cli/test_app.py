@@ -62,35 +62,43 @@ def test_exit_codes(args: list[str], code: int, message: str) -> None:
 
 
 FORKED = """\
-import atexit, functools, os, signal, sys, time
-from tfbuild.cli import _stop
-signal.signal(signal.SIGTERM, functools.partial(_stop, os.getpid()))  # as main() does
+import atexit, os, signal, sys, threading, time
+from tfbuild.cli import stop_on_sigterm
+stop_on_sigterm()  # as main() does
 folder = sys.argv[1]
 atexit.register(lambda: open(os.path.join(folder, f"cleanup-{os.getpid()}"), "w").close())
-child = os.fork()
-if child == 0:  # a pool worker waiting for work
-    try:
-        time.sleep(60)
-    except KeyboardInterrupt:
-        open(os.path.join(folder, "worker-unwound"), "w").close()
-        raise
-    os._exit(0)
-time.sleep(0.5)
-os.kill(child, signal.SIGTERM)  # as a process pool stops its workers
-_, status = os.waitpid(child, 0)
-print(os.getpid(), os.WTERMSIG(status) if os.WIFSIGNALED(status) else "exited")
+ended = []
+for blocked in (False, True):
+    child = os.fork()
+    if child == 0:  # a pool worker waiting for work, or stuck in a lock it will never get
+        try:
+            if blocked:
+                lock = threading.Lock()
+                lock.acquire()
+                lock.acquire()
+            time.sleep(60)
+        except KeyboardInterrupt:
+            open(os.path.join(folder, "worker-unwound"), "w").close()
+            raise
+        os._exit(0)
+    time.sleep(0.5)
+    os.kill(child, signal.SIGTERM)  # as a process pool stops its workers
+    _, status = os.waitpid(child, 0)
+    ended.append(str(os.WTERMSIG(status)) if os.WIFSIGNALED(status) else "exited")
+print(os.getpid(), *ended)
 """
 
 
 def test_a_forked_worker_stopped_by_sigterm_just_ends(tmp_path: Path) -> None:
     """tfbuild turns SIGTERM into Ctrl-C's path in the process that runs the command; the
-    workers the audit's process pool forks inherit that handler, and a pool stops its workers
-    with SIGTERM. A worker must end as without the handler (killed by SIGTERM), not unwind
-    into a copy of the command and run its clean-up, which once removed the parent's
-    temporary folder while the parent still read from it."""
+    workers the audit's process pool forks must not keep that, since a pool stops its workers
+    with SIGTERM. A worker ends as without the handler (killed by SIGTERM), waiting or stuck
+    in a lock: it does not unwind into a copy of the command and run its clean-up (which once
+    removed the parent's temporary folder), nor outlive the signal (a stuck one once hung the
+    run's audit for good)."""
     proc = subprocess.run([sys.executable, "-c", FORKED, str(tmp_path)],
                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    parent, ended = proc.stdout.split()
-    assert ended == str(signal.SIGTERM.value), proc.stdout + proc.stderr
+    parent, *ended = proc.stdout.split()
+    assert ended == [str(signal.SIGTERM.value)] * 2, proc.stdout + proc.stderr
     assert [p.name for p in tmp_path.iterdir()] == [f"cleanup-{parent}"]  # the parent's alone
