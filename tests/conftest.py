@@ -46,6 +46,10 @@ SECONDS = {
 }
 """About how long the slowest file groups take on a new 2-vCPU machine (seconds; the rest take
 a few): only the order groups start in follows from them."""
+LEADS = 3
+"""How many of the longest groups start before the simulations."""
+FILL = {"test_looks.py"}
+"""Files whose groups need only the CPU: no network, no engine, no shared fixture."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the test ids
@@ -56,7 +60,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     group each (they share only the TensorFlow workspace, which every worker shares), and so
     are test_looks.py's simulations (hundreds of replayed sessions each, nothing shared).
     The longest groups start first (`--no-loadscope-reorder` keeps this order), so the run
-    does not end waiting on one of them."""
+    does not end waiting on one of them; but the simulations (FILL) come right after the
+    first LEADS: for the first minutes those wait on downloads (TensorFlow wheels, Debian's
+    packages for the base image) and on the toy build, and the simulations need nothing but
+    the CPU, which they would otherwise leave idle."""
     group_of: dict[str, str] = {}
     cost: dict[str, float] = {}
     for item in items:
@@ -65,7 +72,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.xdist_group(group))
         group_of[item.nodeid] = group
         cost[group] = ALONE.get(name) or SECONDS.get(name) or cost.get(group, 0) + 0.1
-    items.sort(key=lambda item: -cost[group_of[item.nodeid]])
+    longest = sorted(dict.fromkeys(group_of.values()), key=lambda g: -cost[g])  # stable
+    leads = [g for g in longest if g.split("::")[0].rpartition("/")[2] not in FILL][:LEADS]
+    rank = {g: i for i, g in enumerate(longest)}
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        group = group_of[item.nodeid]
+        first = group in leads or item.path.name in FILL
+        return (0 if first else 1, rank[group])
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session")
@@ -89,13 +105,19 @@ def base_image(docker_engine: None) -> str:
 
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tfbuild's own wheel plus every dependency wheel, for offline installs in containers."""
-    out = tmp_path_factory.mktemp("wheelhouse")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(out), str(REPO)],
-        check=True,
-        timeout=600,
-    )
+    """tfbuild's own wheel plus every dependency wheel, for offline installs in containers:
+    made once per test run for every worker (the first makes it, the others wait)."""
+    out = shared(tmp_path_factory, "wheelhouse")
+    with locked(out.parent / "wheelhouse.lock"):
+        made = out / ".made"
+        if not made.exists():
+            subprocess.run(
+                [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(out),
+                 str(REPO)],
+                check=True,
+                timeout=600,
+            )  # fmt: skip
+            made.touch()
     return out
 
 
