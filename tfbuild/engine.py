@@ -1,8 +1,12 @@
 """The Docker engine: the only module that talks to it (through the docker SDK).
 
 Whatever DOCKER_HOST points to is used, so a remote engine works the same as the local one.
-Every container tfbuild starts is removed when its work ends, also on errors and Ctrl-C. The
-rest of tfbuild holds containers as opaque handles and acts on them through these functions.
+The rest of tfbuild says what it wants in its own words (a ContainerSpec: image, command,
+mounts, limits, devices, network, labels) and gets a Container back, which it acts on through
+these functions; only this module speaks the docker SDK's. Every container tfbuild starts is
+named `tfbuild-<role>-<random>` and removed when its work ends, also on errors and Ctrl-C,
+unless TFBUILD_KEEP_CONTAINERS is set (`tfbuild --keep-containers`): then it is left, stopped,
+for `docker logs` and `docker cp`, and named when tfbuild ends.
 """
 
 from __future__ import annotations
@@ -12,13 +16,14 @@ import functools
 import io
 import os
 import re
+import secrets
 import shutil
 import tarfile
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
@@ -33,10 +38,10 @@ MAKE_BASE_IMAGE = (
 
 BENCH_UID = 10001
 BENCH_USER = f"{BENCH_UID}:{BENCH_UID}"
-# How benchmark containers are confined: no network, no capabilities, no privilege gain, a
-# read-only root with a tmpfs /tmp, a bounded number of tasks (TensorFlow's thread pools grow
-# with the CPU count, so the bound is generous).
-ISOLATION: dict[str, Any] = {
+# How confined containers (benchmarks, the probe) run: no network, no capabilities, no
+# privilege gain, a read-only root with a tmpfs /tmp, a bounded number of tasks (TensorFlow's
+# thread pools grow with the CPU count, so the bound is generous).
+_CONFINED: dict[str, Any] = {
     "network_mode": "none",
     "user": BENCH_USER,
     "cap_drop": ["ALL"],
@@ -46,11 +51,62 @@ ISOLATION: dict[str, Any] = {
     "pids_limit": 4096,
     "init": True,
 }
+KEEP_ENV = "TFBUILD_KEEP_CONTAINERS"
+"""Set (to anything but 0 or empty): containers are left, stopped, instead of removed."""
 Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A volume in a container at `target`: a named volume, a folder of the engine's machine
+    (an absolute path) or, with no source, an anonymous volume removed with the container."""
+
+    target: str
+    source: str | None = None
+    read_only: bool = True
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """A container tfbuild starts, in tfbuild's words."""
+
+    image: str
+    command: tuple[str, ...]
+    role: str
+    """What it is for (build, runtime, bench, probe, fill, pythons): the start of its name and
+    its org.tfbuild label."""
+    environment: Mapping[str, str] = field(default_factory=dict)
+    mounts: tuple[Mount, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    network: str | None = None
+    """An engine network by name ("none": no network); None: the engine's default."""
+    user: str | None = None
+    confined: bool = False
+    """Run as a benchmark runs: no network, BENCH_USER, no capabilities, read-only root."""
+    cpuset: str | None = None
+    """The CPUs it may run on (docker run --cpuset-cpus)."""
+    nano_cpus: int | None = None
+    """Its CPU quota in billionths of a CPU (docker run --cpus)."""
+    memory: str | None = None
+    """Its memory limit, as docker run --memory takes it ("4g")."""
+    gpus: bool = False
+    """Every GPU of the engine's machine (docker run --gpus all)."""
+
+
+@dataclass
+class Container:
+    """A container tfbuild created: its name, and the engine's handle to it."""
+
+    name: str
+    handle: Any = field(repr=False)
+
 
 # Containers this process has running, so that Ctrl-C can stop them from the main thread while
 # worker threads wait on them.
-_running: set[Any] = set()
+_running: set[str] = set()
+_handles: dict[str, Any] = {}
+kept: list[str] = []
+"""Containers left for debugging (KEEP_ENV), in the order they were made."""
 _lock = threading.Lock()
 _cancelled = threading.Event()
 
@@ -63,10 +119,10 @@ def cancel() -> None:
     """Kill every container this process started and make waiting workers give up."""
     _cancelled.set()
     with _lock:
-        running = list(_running)
-    for created in running:
+        running = [_handles[name] for name in _running]
+    for handle in running:
         with contextlib.suppress(Exception):
-            created.kill()
+            handle.kill()
 
 
 @functools.cache
@@ -223,8 +279,9 @@ def filled_volume(name: str, image: str, data: bytes, labels: Mapping[str, str])
     never starts (so the engine may be another machine); True when it was filled now. Name it
     by its contents: a volume of that name already filled is taken as it is, one whose fill
     was cut short (no FILLED marker) is filled again."""
-    mount = volume_at(ensure_volume(name, labels), "/fill", read_only=False)
-    with container(image, ["true"], mounts=[mount], network_mode="none") as created:
+    mount = Mount("/fill", ensure_volume(name, labels), read_only=False)
+    spec = ContainerSpec(image, ("true",), "fill", mounts=(mount,), network="none")
+    with container(spec) as created:
         if read_file(created, f"/fill/{FILLED}") is not None:
             return False
         put_archive(created, "/fill", data)
@@ -232,39 +289,73 @@ def filled_volume(name: str, image: str, data: bytes, labels: Mapping[str, str])
     return True
 
 
-def volume_at(name: str, target: str, read_only: bool = True) -> Any:
-    """A named volume mounted at `target` (read-only unless told)."""
-    from docker.types import Mount
+def _sdk_options(spec: ContainerSpec) -> dict[str, Any]:
+    """The docker SDK's keyword arguments for a spec."""
+    from docker.types import DeviceRequest
+    from docker.types import Mount as SdkMount
 
-    return Mount(target=target, source=name, type="volume", read_only=read_only)
+    def mount(m: Mount) -> Any:
+        kind = "bind" if m.source and m.source.startswith("/") else "volume"
+        return SdkMount(target=m.target, source=m.source, type=kind, read_only=m.read_only)
+
+    options: dict[str, Any] = {
+        "environment": dict(spec.environment),
+        "mounts": [mount(m) for m in spec.mounts],
+        "labels": {"org.tfbuild": spec.role, **spec.labels},
+    }
+    if spec.confined:
+        options |= _CONFINED
+    if spec.network is not None:
+        options["network_mode"] = spec.network
+    if spec.user is not None:
+        options["user"] = spec.user
+    if spec.cpuset:
+        options["cpuset_cpus"] = spec.cpuset
+    if spec.nano_cpus:
+        options["nano_cpus"] = spec.nano_cpus
+    if spec.memory:
+        options["mem_limit"] = spec.memory
+    if spec.gpus:
+        options["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    return options
+
+
+def keeping() -> bool:
+    """Whether containers are left for debugging (KEEP_ENV)."""
+    return os.environ.get(KEEP_ENV, "") not in ("", "0")
 
 
 @contextlib.contextmanager
-def container(image: str, command: Sequence[str], **options: Any) -> Iterator[Any]:
-    """A created (not started) container, always removed at the end, also on Ctrl-C."""
+def container(spec: ContainerSpec) -> Iterator[Container]:
+    """A created (not started) container, removed at the end, also on Ctrl-C (left, stopped,
+    when keeping())."""
     if _cancelled.is_set():
         raise Cancelled("interrupted")
-    created = client().containers.create(image, list(command), **options)
+    name = f"tfbuild-{spec.role}-{secrets.token_hex(4)}"
+    handle = client().containers.create(
+        spec.image, list(spec.command), name=name, **_sdk_options(spec)
+    )
     with _lock:
-        _running.add(created)
+        _running.add(name)
+        _handles[name] = handle
     try:
-        yield created
+        yield Container(name, handle)
     finally:
         with _lock:
-            _running.discard(created)
-        with contextlib.suppress(Exception):
-            created.remove(force=True, v=True)  # with its anonymous volumes
+            _running.discard(name)
+            _handles.pop(name, None)
+        if keeping():
+            with contextlib.suppress(Exception):
+                handle.stop(timeout=1)
+            kept.append(name)
+        else:
+            with contextlib.suppress(Exception):
+                handle.remove(force=True, v=True)  # with its anonymous volumes
 
 
-def anonymous_volume(target: str) -> Any:
-    """An anonymous volume at `target`, removed with its container."""
-    from docker.types import Mount
-
-    return Mount(target=target, source=None, type="volume")
-
-
-def run_to_end(created: Any, log: Log | None, timeout: float | None) -> tuple[int, bool]:
+def run_to_end(made: Container, log: Log | None, timeout: float | None) -> tuple[int, bool]:
     """Start a container, stream its output to `log`, wait. Returns (exit code, timed out)."""
+    created = made.handle
     created.start()
     deadline = time.monotonic() + timeout if timeout else None
     if log is not None:
@@ -293,10 +384,10 @@ def run_to_end(created: Any, log: Log | None, timeout: float | None) -> tuple[in
 
 
 @contextlib.contextmanager
-def archive_of(created: Any, path: str) -> Iterator[tarfile.TarFile]:
+def archive_of(made: Container, path: str) -> Iterator[tarfile.TarFile]:
     """A path of a (stopped) container as a tar archive, through the engine's API (the engine
     may be another machine); docker.errors.NotFound when it does not exist."""
-    stream, _ = created.get_archive(path)
+    stream, _ = made.handle.get_archive(path)
     with tempfile.TemporaryFile() as raw:
         for chunk in stream:
             raw.write(chunk)
@@ -305,7 +396,7 @@ def archive_of(created: Any, path: str) -> Iterator[tarfile.TarFile]:
             yield archive
 
 
-def copy_out(created: Any, path: str, dest: Path) -> list[Path]:
+def copy_out(created: Container, path: str, dest: Path) -> list[Path]:
     """Copy a folder out of a (stopped) container into `dest`; returns the files copied."""
     with archive_of(created, path) as archive:
         members = [m for m in archive.getmembers() if m.isfile()]
@@ -329,13 +420,13 @@ def engine_facts() -> dict[str, Any]:
 
 
 def run_and_collect(
-    image: str, command: Sequence[str], folder: str, dest: Path, timeout: float, **options: Any
+    spec: ContainerSpec, folder: str, dest: Path, timeout: float
 ) -> tuple[int, str]:
     """Run a short-lived container, then copy `folder` out of it into `dest`, keeping its tree.
     Returns the exit code and the container's output."""
-    with container(image, command, **options) as created:
+    with container(spec) as created:
         code, timed_out = run_to_end(created, None, timeout)
-        output = created.logs().decode("utf-8", "replace")
+        output = output_of(created)
         if timed_out:
             return code, output + f"\n(killed after {timeout:.0f} s)"
         from docker.errors import NotFound
@@ -393,7 +484,7 @@ def tar_of(
     return buffer.getvalue()
 
 
-def read_file(created: Any, path: str) -> bytes | None:
+def read_file(created: Container, path: str) -> bytes | None:
     """One file's bytes from a (stopped) container, or None when it does not exist."""
     from docker.errors import NotFound
 
@@ -429,13 +520,10 @@ def image_pythons(image: str, wanted: str) -> tuple[tuple[str, ...], bool] | Non
     then says what is wrong)."""
     if image_info(image) is None:
         return None
-    out = (
-        client()
-        .containers.run(
-            image, ["sh", "-c", _PYTHONS_SCRIPT], environment={"WANTED": wanted}, remove=True
-        )
-        .decode()
-    )
+    spec = ContainerSpec(image, ("sh", "-c", _PYTHONS_SCRIPT), "pythons", {"WANTED": wanted})
+    with container(spec) as made:
+        run_to_end(made, None, timeout=600)
+        out = output_of(made, stderr=False)
     if "apt-unreadable" in out.split():
         return None
     names = {Path(line.split()[1]).name for line in out.splitlines() if line.startswith("have ")}
@@ -479,28 +567,23 @@ def docker_status(timeout: float = 3.0) -> DockerInfo:
     )
 
 
-def all_gpus() -> list[Any]:
-    """The device request for every GPU of the engine's machine (docker run --gpus all)."""
-    from docker.types import DeviceRequest
-
-    return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-
-
 def remove_image(reference: str) -> None:
     client().images.remove(reference, force=True)
 
 
-def put_archive(created: Any, path: str, data: bytes | IO[bytes]) -> None:
+def put_archive(created: Container, path: str, data: bytes | IO[bytes]) -> None:
     """Copy a tar archive into a (created) container's folder, through the API."""
-    created.put_archive(path, data)
+    created.handle.put_archive(path, data)
 
 
-def commit(created: Any, tag: str, message: str, changes: Sequence[str]) -> None:
+def commit(created: Container, tag: str, message: str, changes: Sequence[str]) -> None:
     """Make an image of a (stopped) container."""
     repository, _, version = tag.partition(":")
-    created.commit(repository=repository, tag=version, message=message, changes=list(changes))
+    created.handle.commit(
+        repository=repository, tag=version, message=message, changes=list(changes)
+    )
 
 
-def output_of(created: Any, *, stdout: bool = True, stderr: bool = True) -> str:
+def output_of(created: Container, *, stdout: bool = True, stderr: bool = True) -> str:
     """What a container has printed so far."""
-    return bytes(created.logs(stdout=stdout, stderr=stderr)).decode("utf-8", "replace")
+    return bytes(created.handle.logs(stdout=stdout, stderr=stderr)).decode("utf-8", "replace")

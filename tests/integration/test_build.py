@@ -288,15 +288,11 @@ def test_runtime_container_runs_wheel_without_network(toy_store: Path) -> None:
         "    print('no network')\n"
     )
     lines: list[str] = []
-    with engine.container(
-        runtime.image,
-        ["/opt/tf/bin/python", "-c", check],
-        network_mode="none",
-        user=engine.BENCH_USER,
-        init=True,
-        volumes={str(wheel): {"bind": f"/wheels/{wheel.name}", "mode": "ro"}},
-        labels={"org.tfbuild": "test"},
-    ) as created:
+    spec = engine.ContainerSpec(
+        runtime.image, ("/opt/tf/bin/python", "-c", check), "test", confined=True,
+        mounts=(engine.Mount(f"/wheels/{wheel.name}", str(wheel)),),
+    )  # fmt: skip
+    with engine.container(spec) as created:
         code, _ = engine.run_to_end(created, lines.append, 120)
     assert code == 0, lines
     assert lines == ["avx2+fma 10001 False", "no network"]

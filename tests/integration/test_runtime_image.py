@@ -22,7 +22,7 @@ from tfbuild.build.render import template_dirs
 from tfbuild.config.model import PipSettings
 from tfbuild.errors import InstallError
 from tfbuild.machine.pythons import RUNNING_PYTHON, find_python
-from tfbuild.runtime.container import DockerRuntime, gpu_requests
+from tfbuild.runtime.container import DockerRuntime
 from tfbuild.store import Artifact
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -174,19 +174,26 @@ def test_the_runtime_image_uses_the_wheels_python(base_image: str, tmp_path: Pat
 def test_a_cuda_build_asks_the_engine_for_every_gpu(base_image: str, tmp_path: Path) -> None:
     """A CUDA artifact's benchmark containers request all GPUs (docker run --gpus all). This
     engine has no GPU runtime, so it refuses the request by name: the request reached it. A
-    CPU artifact makes no request."""
+    CPU artifact's container makes no request: it starts (and its payload fails, the base
+    image having no TensorFlow). The runtime image is the base image: nothing is installed."""
     probe = pure_wheel(tmp_path, "tfbuild_gpu_probe", "1.0", [])
     digest = hashlib.sha256(probe.read_bytes()).hexdigest()
-    gpu = Artifact("gpu", probe, digest, (), {}, ("and-cuda",))
-    assert gpu_requests(Artifact("cpu", probe, digest, (), {})) is None
     import docker.errors
 
-    requests = gpu_requests(gpu)
-    with (
-        engine.container(base_image, ["true"], device_requests=requests) as created,
-        pytest.raises(docker.errors.APIError, match="could not select device driver"),
-    ):
-        created.start()
+    def runtime(artifact: Artifact) -> DockerRuntime:
+        made = DockerRuntime(
+            artifact, settings=PipSettings("inherit", "inherit", "inherit", ()),
+            base_image=base_image, template_dirs=template_dirs(None), log_dir=tmp_path,
+        )  # fmt: skip
+        made.image = base_image
+        return made
+
+    config = {"benchmarks": ["matmul-pinned"]}
+    cpu = runtime(Artifact("cpu", probe, digest, (), {})).run(config, {}, None, timeout=60)
+    assert cpu.returncode != 0 and cpu.result is None, cpu
+    gpu = runtime(Artifact("gpu", probe, digest, (), {}, ("and-cuda",)))
+    with pytest.raises(docker.errors.APIError, match="could not select device driver"):
+        gpu.run(config, {}, None, timeout=60)
 
 
 def test_the_plan_asks_the_runtime_image_for_the_variants_python(

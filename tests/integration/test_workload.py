@@ -378,7 +378,9 @@ def test_a_workload_volume_cut_short_is_filled_again(base_image: str) -> None:
     try:
         assert engine.filled_volume(name, base_image, data, {"org.tfbuild": "workload"})
         assert not engine.filled_volume(name, base_image, data, {"org.tfbuild": "workload"})
-        with engine.container(base_image, ["true"], mounts=[engine.volume_at(name, "/w")]) as c:
+        mount = engine.Mount("/w", name)
+        spec = engine.ContainerSpec(base_image, ("true",), "test", mounts=(mount,))
+        with engine.container(spec) as c:
             assert engine.read_file(c, "/w/model/saved_model.pb") == b"pb"
             assert engine.read_file(c, f"/w/{engine.FILLED}") == b""
     finally:

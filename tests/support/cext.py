@@ -70,6 +70,7 @@ def build_wheel(
     statement: str = "",
     requires: list[str] | None = None,
     prelude: str = "",
+    include_dirs: list[str] | None = None,
 ) -> Path:
     """A wheel with `package`/__init__.py importing `package._probe`, a C extension whose module
     init runs `statement` (so importing the package executes it)."""
@@ -104,6 +105,7 @@ def build_wheel(
                 packages=[{package!r}],
                 install_requires={requires or []!r},
                 ext_modules=[Extension("{package}._probe", ["probe.c"],
+                                       include_dirs={include_dirs or []!r},
                                        extra_compile_args={["-O1", *cflags]!r})],
             )
             """
@@ -178,3 +180,35 @@ def elf_wheel(path: Path, elf: bytes) -> Path:
         archive.writestr(f"{info}/RECORD", "")
         archive.writestr("pkg/m.so", elf)
     return path
+
+
+NUMPY1 = "numpy==1.26.4"
+"""The last NumPy 1.x: its C headers make an extension of the ABI NumPy 2 refuses to import."""
+
+
+def numpy1_wheel(out: Path) -> Path:
+    """A toy `tensorflow` whose C extension is compiled against NumPy 1.x's headers and calls
+    import_array() when imported, as TensorFlow <= 2.14 does; it requires numpy, unpinned, so
+    an install takes NumPy 2 and importing it fails the way intel-tensorflow 2.14 does
+    (NumPy's own "compiled using NumPy 1.x cannot be run in NumPy 2" message)."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+         "--dest", str(out / "numpy1"), NUMPY1],
+        check=True, timeout=600,
+    )  # fmt: skip
+    (archive_path,) = (out / "numpy1").glob("numpy-1.26.4-*.whl")
+    headers = out / "numpy1-headers"
+    with zipfile.ZipFile(archive_path) as archive:
+        for name in archive.namelist():
+            if name.startswith("numpy/core/include/"):
+                archive.extract(name, headers)
+    return build_wheel(
+        out,
+        package="tensorflow",
+        version="0.0.2",
+        cflags=[],
+        prelude="#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION\n#include <numpy/arrayobject.h>",
+        statement="import_array();",
+        requires=["numpy"],
+        include_dirs=[str(headers / "numpy" / "core" / "include")],
+    )

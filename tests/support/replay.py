@@ -21,7 +21,7 @@ from tfbuild.bench.session import add_aa
 from tfbuild.progress import QuietReporter, Reporter
 from tfbuild.results.codec import load, run_json
 from tfbuild.results.model import (
-    Baseline,
+    BaselineRecord,
     Design,
     Results,
     Run,
@@ -139,7 +139,7 @@ def session(configs: int, design: Design, seed: int, template: Results | None = 
             timeout_s=600.0,
             pip=base.session.pip,
         ),
-        baseline=Baseline(variant="base", tuning="default", config="base:default"),
+        baseline=BaselineRecord(variant="base", tuning="default", config="base:default"),
         variants={
             k.split(":")[0]: VariantRecord(definition={"source": "pypi"}, status="ready")
             for k in keys

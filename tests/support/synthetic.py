@@ -22,7 +22,7 @@ from tfbuild.machine.profile import HostProfile
 from tfbuild.results.codec import to_json, write_json
 from tfbuild.results.model import (
     AA_SUFFIX,
-    Baseline,
+    BaselineRecord,
     BenchmarkResult,
     Design,
     Results,
@@ -30,7 +30,7 @@ from tfbuild.results.model import (
     Sample,
     SessionInfo,
     Stop,
-    Suite,
+    SuiteRecord,
     VariantRecord,
     WheelRecord,
     config_entry,
@@ -161,7 +161,7 @@ def session(
             pip=INHERIT_PIP,
         ),
         host=host(hostname, cpuinfo),
-        suite=Suite(
+        suite=SuiteRecord(
             version=SUITE_VERSION,
             benchmarks=tuple(benchmarks),
             warmup_steps=2,
@@ -169,7 +169,7 @@ def session(
             samples={b: 3 for b in benchmarks},
             units={b: UNITS[b] for b in benchmarks},
         ),
-        baseline=Baseline(
+        baseline=BaselineRecord(
             variant="base",
             tuning="default",
             config=BASELINE,

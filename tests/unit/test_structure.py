@@ -128,6 +128,51 @@ def test_only_the_engine_module_imports_the_docker_sdk() -> None:
     assert users == [ENGINE]
 
 
+SDK_WORDS = (
+    "cpuset_cpus", "mem_limit", "device_requests", "network_mode", "cap_drop",
+    "security_opt", "pids_limit", '"tmpfs"', "volumes=", '"bind"', "DeviceRequest", ".containers.",
+    "remove=True",
+)  # fmt: skip
+"""The docker SDK's words for a container (its keyword arguments, its types, its collection).
+`nano_cpus` is tfbuild's own too: the CPU quota as results record it since their first version."""
+
+
+def sdk_words(text: str) -> list[str]:
+    return [word for word in SDK_WORDS if word in text]
+
+
+def test_only_the_engine_module_speaks_the_docker_sdks_words() -> None:
+    """Callers say what they want as an engine.ContainerSpec; engine.py alone turns it into
+    the SDK's keyword arguments."""
+    speakers = {
+        module: words
+        for module, path in _sources().items()
+        if (words := sdk_words(path.read_text(encoding="utf-8")))
+    }
+    assert set(speakers) == {ENGINE}, speakers
+
+
+def test_the_sdk_word_check_sees_a_keyword_argument() -> None:
+    caller = 'engine.container(image, ["true"], volumes={v: {"bind": "/c"}}, mem_limit="1g")'
+    assert sdk_words(caller) == ["mem_limit", "volumes=", '"bind"']
+
+
+def classes() -> dict[str, list[str]]:
+    """class name -> the modules that define a class of that name (at any depth)."""
+    found: dict[str, list[str]] = {}
+    for module, path in _sources().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(module)
+    return found
+
+
+def test_no_class_name_is_defined_twice() -> None:
+    """A name means one thing: a recorded suite is a SuiteRecord, the matrix's a Suite."""
+    twice = {name: modules for name, modules in classes().items() if len(modules) > 1}
+    assert twice == {}
+
+
 FLOW: tuple[tuple[str, ...], ...] = (
     # the ground floor: what every stage may use, and the one module per outside system that
     # has no stage of its own (the Docker engine)

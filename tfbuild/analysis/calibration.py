@@ -23,7 +23,7 @@ from tfbuild.results.calibration import CalibrationResults
 
 
 @dataclass(frozen=True)
-class Design:
+class SampleDesign:
     """Iterations per sample and samples per process, per benchmark."""
 
     label: str
@@ -31,21 +31,21 @@ class Design:
     samples: Mapping[str, int]
 
 
-def suite_design(benchmarks: Sequence[str]) -> Design:
-    return Design(
+def suite_design(benchmarks: Sequence[str]) -> SampleDesign:
+    return SampleDesign(
         f"suite v{SUITE_VERSION}",
         {b: ITERATIONS[b] for b in benchmarks},
         {b: SAMPLES[b] for b in benchmarks},
     )
 
 
-def candidate_designs(benchmarks: Sequence[str]) -> list[Design]:
+def candidate_designs(benchmarks: Sequence[str]) -> list[SampleDesign]:
     """The suite's design, the earlier suites', and uniform scalings of the suite's around it."""
     suite = suite_design(benchmarks)
     designs = [suite]
     for version in sorted(EARLIER, reverse=True):
         iterations, samples = EARLIER[version]
-        designs.append(Design(f"suite v{version}", {b: iterations[b] for b in benchmarks},
+        designs.append(SampleDesign(f"suite v{version}", {b: iterations[b] for b in benchmarks},
                               {b: samples for b in benchmarks}))  # fmt: skip
     for factor in (0.5, 1, 2, 4):
         for samples in (1, 3, 5):
@@ -55,7 +55,9 @@ def candidate_designs(benchmarks: Sequence[str]) -> list[Design]:
                 continue  # the suite's own, or an earlier suite's, under its name
             if all(iterations[b] * samples <= STEPS[b] for b in benchmarks):
                 designs.append(
-                    Design(f"{factor:g}x iterations, {samples} samples", iterations, per_process)
+                    SampleDesign(
+                        f"{factor:g}x iterations, {samples} samples", iterations, per_process
+                    )
                 )
     return designs
 
@@ -80,7 +82,7 @@ class Phases:
 
 @dataclass(frozen=True)
 class DesignScore:
-    design: Design
+    design: SampleDesign
     timed_s: float
     process_s: float
     sd: float

@@ -14,7 +14,7 @@ from tfbuild import stats
 from tfbuild.analysis.rounds import Rounds, differences
 from tfbuild.analysis.sessions import Timeline
 from tfbuild.results import model
-from tfbuild.results.model import DECISIONS, Design, Results
+from tfbuild.results.model import DECISIONS, Design, Results, Rules, rules
 
 K = TypeVar("K")
 
@@ -176,19 +176,28 @@ class Setup:
         is judged by the rules its looks were decided by, a fixed one by today's."""
         return self.design.decisions if self.design.sequential else DECISIONS
 
+    @property
+    def rulebook(self) -> Rules:
+        """What those rules do (results.model.RULES)."""
+        return rules(self.rules)
+
+    @property
+    def decides_answer(self) -> bool:
+        return self.rulebook.answer_decides
+
     def against_baseline(self, alpha: float) -> float:
         """The per-comparison level of a family of comparisons with the baseline that errs
         with probability alpha: the configs' comparisons share the baseline's noise, which
         correlates them (at 1/3: a config's one process against the mean of the baseline's
         two), and the A/A check shares none of it (stats.maxt_level)."""
-        if self.rules < 2:
+        if not self.rulebook.maxt:
             return alpha / self.family
         aa = 1 if self.aa else 0
         return stats.maxt_level(alpha, self.family - aa, BASELINE_RHO, independent=aa)
 
     def against_best(self, alpha: float) -> float:
         """The one-sided per-comparison level of the comparisons with the fastest config."""
-        if self.rules < 2:
+        if not self.rulebook.maxt:
             return alpha / self.rivals
         return stats.maxt_level(alpha, self.rivals, BEST_RHO, one_sided=True)
 
@@ -197,7 +206,7 @@ class Setup:
         what they share (stats.moderated), keyed as given; as they are under rules 1."""
         keys = [k for k, loc in locations.items() if loc.n >= 2]
         found = [locations[k] for k in keys]
-        return dict(zip(keys, stats.moderated(found) if self.rules >= 2 else found, strict=True))
+        return dict(zip(keys, stats.moderated(found) if self.rulebook.maxt else found, strict=True))
 
 
 def ranking_locations(setup: Setup, logs: Rounds) -> dict[str, stats.Location]:

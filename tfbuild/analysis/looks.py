@@ -36,7 +36,7 @@ from tfbuild.results.model import Results
 
 
 @dataclass(frozen=True)
-class Look:
+class Findings:
     """One look of a sequential session (or the one look of a report): what was known after
     `round` rounds."""
 
@@ -72,12 +72,12 @@ def candidates(found: Sequence[Pair], whole: Sequence[str]) -> dict[str, float]:
     return floors(among, leading(whole, claims_of(among)))
 
 
-def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) -> Look:
+def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) -> Findings:
     """What a sequential session knows at its look after `round_` rounds: the intervals of the
     configs still running, which cannot be the fastest, the leading tier, its resolution and
     how close each leading config is known to be to the fastest. `setup` holds the looks
     scheduled up to this one."""
-    if setup.rules >= 5:
+    if setup.decides_answer:
         margin = indifference(setup, noise_margin(setup, logs, setup.benchmarks, round_, True))
     else:
         margin = noise_margin(setup, logs, setup.benchmarks, upto=round_)
@@ -87,7 +87,7 @@ def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) ->
     claims = claims_of(found)
     lead = leading(running, claims)
     alpha = setup.against_baseline(SPLIT["ranking"])
-    return Look(
+    return Findings(
         round=round_,
         active=list(active),
         estimates=estimates,
@@ -149,7 +149,7 @@ class SequentialLooks:
         if aa and look.aa:
             judged[aa] = look.aa
         left: int | None = None
-        if setup.rules >= 5:  # the ETA of a session that has not decided its answer yet
+        if setup.decides_answer:  # the ETA of a session that has not decided its answer yet
             waiting = not look.certified or not fit
             if self.forecast and waiting:
                 lead = [c for c in look.floors if c != baseline]  # the candidates
@@ -179,20 +179,20 @@ class SequentialLooks:
             aa_fit=fit,
             rested=tuple(resting),
             floors={c: f if math.isfinite(f) else None for c, f in look.floors.items()}
-            if setup.rules >= 5
+            if setup.decides_answer
             else {},
         )
 
 
-def aa_fits(setup: Setup, look: Look) -> bool:
+def aa_fits(setup: Setup, look: Findings) -> bool:
     """Whether the A/A control lets a session stop on its data at this look: when its interval
     lies within AA_SPAN margins (rules 3 and 4: a report could answer; rules 5: a bias of the
     machine that large would have shown), and under rules 5 when it does not show the baseline
     unlike its own copy (its interval holds 1)."""
-    if setup.rules < 3:
-        return True
-    if setup.rules < 5:
+    if setup.rulebook.aa_gate:
         return not aa_too_wide(look.aa, look.margin)
+    if not setup.decides_answer:
+        return True
     holds = look.aa is None or look.aa.low <= 1.0 <= look.aa.high
     return holds and not aa_too_wide(look.aa, look.margin)
 
@@ -204,7 +204,7 @@ def rest_estimates(looks: Sequence[model.Look] | None) -> dict[str, model.LookEs
     return {c: look.estimates[c] for look in looks or () for c in look.rested}
 
 
-def decisions(setup: Setup, look: Look, active: Sequence[str]) -> tuple[list[Out], list[str]]:
+def decisions(setup: Setup, look: Findings, active: Sequence[str]) -> tuple[list[Out], list[str]]:
     """What a sequential session does at a look of the configs in `active`: the configs it puts
     out (each with the strongest claim about it), and the leading configs that rest (rules 4):
     those whose interval against the baseline is within the target while another leading
@@ -219,7 +219,7 @@ def decisions(setup: Setup, look: Look, active: Sequence[str]) -> tuple[list[Out
     gone = {c.config for c in out}
     lead = [c for c in look.leading if c != setup.baseline and c not in gone]
     target = setup.design.resolve
-    if setup.rules != 4 or target is None:
+    if not setup.rulebook.rests or target is None:
         return out, []
     done = [c for c in lead if c in look.estimates and look.estimates[c].half_width <= target]
     return out, done if len(done) < len(lead) else []

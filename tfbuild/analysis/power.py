@@ -366,11 +366,11 @@ def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) 
     if not schedule or horizon is None:
         return None
     found = forecast_of(setup, logs, lead, going_on=True, bound=stats.GENEROUS)
-    control = _control(setup, logs) if 3 <= setup.rules < 5 else None
+    control = _control(setup, logs) if setup.rulebook.aa_gate else None
     if found is None or (not found[1] and control is None):
         return None
     now = setup.timeline.last
-    one_sided = setup.rules >= 5
+    one_sided = setup.decides_answer
     alpha = (
         setup.against_best(SPLIT["selection"])
         if one_sided

@@ -99,13 +99,15 @@ from tfbuild.results.model import FIXED, ConfigEntry, Design, Stop, VariantRecor
 
 
 @dataclass(frozen=True)
-class Failure:
+class Trouble:
+    """One line of the report's failures: who failed, and where and why."""
+
     who: str
     reason: str
 
 
 @dataclass(frozen=True)
-class Flags:
+class Gaps:
     """What a config did not measure: it stays in the report with what it did."""
 
     rounds: int
@@ -174,8 +176,8 @@ class HostReport:
     stop: Stop | None
     replay: list[str]
     """Differences between the recorded looks and a replay of them from the data."""
-    flags: dict[str, Flags]
-    failures: list[Failure]
+    flags: dict[str, Gaps]
+    failures: list[Trouble]
     choice: Choice | None
     """The answer's config (the baseline while nothing is decided) and how to get it."""
     contrasts: list[Estimate]
@@ -287,7 +289,7 @@ def _aa_estimates(
     return aa, spreads, margins, source, warnings
 
 
-def _flags(sessions: Sequence[Session], setup: Setup) -> dict[str, Flags]:
+def _flags(sessions: Sequence[Session], setup: Setup) -> dict[str, Gaps]:
     rounds: dict[str, int] = defaultdict(int)
     failed: dict[str, int] = defaultdict(int)
     bench_failed: dict[str, set[str]] = defaultdict(set)
@@ -300,7 +302,7 @@ def _flags(sessions: Sequence[Session], setup: Setup) -> dict[str, Flags]:
                 if entry.error is not None:
                     bench_failed[run.config].add(bench)
     return {
-        c: Flags(
+        c: Gaps(
             rounds=rounds[c],
             failed_rounds=failed[c],
             missing=tuple(b for b in setup.benchmarks if b not in setup.measured.get(c, ())),
@@ -311,20 +313,20 @@ def _flags(sessions: Sequence[Session], setup: Setup) -> dict[str, Flags]:
     }
 
 
-def failures_of(sessions: Sequence[Session]) -> list[Failure]:
+def failures_of(sessions: Sequence[Session]) -> list[Trouble]:
     """Every failure the sessions recorded: variants that could not be measured, runs that
     failed and benchmarks that raised, each with who and why."""
     failures = []
     for s in sessions:
         for f in s.results.failures:
-            failures.append(Failure(", ".join(f.configs) or f.variant, f"{f.stage}: {f.reason}"))
+            failures.append(Trouble(", ".join(f.configs) or f.variant, f"{f.stage}: {f.reason}"))
         for run in s.results.runs:
             if run.failure is not None:
-                failures.append(Failure(run.config, f"round {run.round + 1}: {run.failure.reason}"))
+                failures.append(Trouble(run.config, f"round {run.round + 1}: {run.failure.reason}"))
             for bench, entry in run.benchmarks.items():
                 if entry.error is not None:
                     failures.append(
-                        Failure(f"{run.config} {bench}", f"round {run.round + 1}: {entry.error}")
+                        Trouble(f"{run.config} {bench}", f"round {run.round + 1}: {entry.error}")
                     )
     return failures
 
@@ -395,7 +397,7 @@ def _replay(
                 f"look after round {look.round}: recorded rests {sorted(look.rested)}, the "
                 f"data give {sorted(resting)}"
             )
-        if setup.rules >= 5 and sorted(look.certified) != sorted(replayed.certified):
+        if setup.decides_answer and sorted(look.certified) != sorted(replayed.certified):
             problems.append(
                 f"look after round {look.round}: recorded within the margin "
                 f"{sorted(look.certified)}, the data give {sorted(replayed.certified)}"

@@ -36,7 +36,7 @@ from tfbuild.progress import QuietReporter
 from tfbuild.results.model import (
     AA_SUFFIX,
     DECISIONS,
-    Baseline,
+    BaselineRecord,
     BenchmarkResult,
     ConfigEntry,
     Design,
@@ -44,7 +44,7 @@ from tfbuild.results.model import (
     Run,
     Sample,
     SessionInfo,
-    Suite,
+    SuiteRecord,
     VariantRecord,
     config_entry,
 )
@@ -132,7 +132,7 @@ SCENARIOS: tuple[Scenario, ...] = (
 
 
 @dataclass(frozen=True)
-class Outcome:
+class SimulatedAnswer:
     """One simulated session: what its report answered, and whether that was right."""
 
     kind: str
@@ -226,7 +226,7 @@ def empty_session(configs: int, design: Design, seed: int) -> Results:
             pip=INHERIT_PIP,
         ),
         host=profile_from_cpuinfo_text(_CPUINFO, "simulated"),
-        suite=Suite(
+        suite=SuiteRecord(
             version=SUITE_VERSION,
             benchmarks=names,
             warmup_steps=1,
@@ -234,7 +234,7 @@ def empty_session(configs: int, design: Design, seed: int) -> Results:
             samples={b: 3 for b in names},
             units={b: BENCHMARKS[b].unit for b in names},
         ),
-        baseline=Baseline(variant="base", tuning="default", config=BASELINE),
+        baseline=BaselineRecord(variant="base", tuning="default", config=BASELINE),
         variants={
             k.split(":")[0]: VariantRecord(definition={"source": "pypi"}, status="ready")
             for k in keys
@@ -252,12 +252,12 @@ def simulate(scenario: Scenario, seed: int) -> tuple[Results, HostReport]:
     return done, analyse_host([Session(Path(f"{done.id}.json"), done)])
 
 
-def outcome(scenario: Scenario, seed: int) -> Outcome:
+def outcome(scenario: Scenario, seed: int) -> SimulatedAnswer:
     results, report = simulate(scenario, seed)
     said = report.answer
     config = report.choice.config if said.kind == "use" and report.choice else None
     margin = report.margins.get("overall", MARGIN)
-    return Outcome(
+    return SimulatedAnswer(
         kind=said.kind,
         config=config,
         margin=margin,
@@ -293,7 +293,7 @@ class Tally:
         }
 
 
-def tally(scenario: Scenario, outcomes: Sequence[Outcome]) -> Tally:
+def tally(scenario: Scenario, outcomes: Sequence[SimulatedAnswer]) -> Tally:
     decided = [o.processes for o in outcomes if o.right is not None]
     return Tally(
         scenario=scenario.name,
@@ -312,7 +312,7 @@ def by_name(names: Sequence[str]) -> list[Scenario]:
     return [known[n] for n in names]
 
 
-def _one(job: tuple[str, int]) -> tuple[str, Outcome]:
+def _one(job: tuple[str, int]) -> tuple[str, SimulatedAnswer]:
     name, seed = job
     (scenario,) = by_name([name])
     return name, outcome(scenario, seed)
@@ -323,7 +323,7 @@ def run_scenarios(
 ) -> list[Tally]:
     """Each scenario over `sessions` sessions (seeds first_seed...), on `workers` processes."""
     jobs = [(s.name, first_seed + k) for s in scenarios for k in range(sessions)]
-    found: dict[str, list[Outcome]] = {s.name: [] for s in scenarios}
+    found: dict[str, list[SimulatedAnswer]] = {s.name: [] for s in scenarios}
     if workers > 1:
         import multiprocessing
 

@@ -15,7 +15,7 @@ from tfbuild.errors import ResultsError
 from tfbuild.machine.cpu import level_name
 from tfbuild.machine.profile import HostProfile
 from tfbuild.results.codec import load
-from tfbuild.results.model import DECISIONS, Design, Results
+from tfbuild.results.model import DECISIONS, Design, Results, rules
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Timeline:
             return 0.0
         k = self.rounds.index(look)
         last = k == len(self.rounds) - 1
-        spending = "power" if self.rules >= 2 and not one_sided else "pocock"
+        spending = "power" if rules(self.rules).maxt and not one_sided else "pocock"
         levels = stats.sequential_levels(
             alpha,
             self.rounds[: k + 1],

@@ -103,7 +103,7 @@ def _graph(tf: Any) -> Callable[[Callable[..., Any]], Any]:
     return functools.partial(tf.function, autograph=False, jit_compile=JIT_COMPILE["value"])
 
 
-class Benchmark:
+class TimedStep:
     """One benchmark, built in a TensorFlow process: a step function and the work it does."""
 
     def __init__(self, step: Step, work: float, unit: str, sync: Step) -> None:
@@ -145,7 +145,7 @@ def _sgd_momentum(tf: Any, np: Any, variables: list[Any]) -> Callable[[list[Any]
 
 def _train_benchmark(
     np: Any, tf: Any, forward: Callable[[Any], Any], variables: list[Any]
-) -> Benchmark:
+) -> TimedStep:
     inputs, labels = _gru_data(np, tf)
     apply = _sgd_momentum(tf, np, variables)
 
@@ -165,7 +165,7 @@ def _train_benchmark(
         i = state["i"] = (state["i"] + 1) % GRU_BATCHES
         state["loss"] = train_step(inputs[i], labels[i])
 
-    return Benchmark(step, BATCH, "examples/s", lambda: float(state["loss"]))
+    return TimedStep(step, BATCH, "examples/s", lambda: float(state["loss"]))
 
 
 class _HandBuiltGru:
@@ -231,7 +231,7 @@ class _HandBuiltGru:
         return self.head(states[-1])
 
 
-def gru_keras(np: Any, tf: Any) -> Benchmark:
+def gru_keras(np: Any, tf: Any) -> TimedStep:
     tf.keras.utils.set_random_seed(SEED)
     model = tf.keras.Sequential(
         [
@@ -245,12 +245,12 @@ def gru_keras(np: Any, tf: Any) -> Benchmark:
     return _train_benchmark(np, tf, lambda x: model(x, training=True), model.trainable_variables)
 
 
-def gru_static(np: Any, tf: Any) -> Benchmark:
+def gru_static(np: Any, tf: Any) -> TimedStep:
     gru = _HandBuiltGru(np, tf)
     return _train_benchmark(np, tf, gru.static, gru.variables)
 
 
-def gru_dynamic(np: Any, tf: Any) -> Benchmark:
+def gru_dynamic(np: Any, tf: Any) -> TimedStep:
     gru = _HandBuiltGru(np, tf)
     return _train_benchmark(np, tf, gru.dynamic, gru.variables)
 
@@ -264,7 +264,7 @@ def _matmul_inputs(np: Any) -> tuple[Any, Any, Any]:
     return tuple(rng.standard_normal((N, N)).astype(np.float32) for _ in range(3))
 
 
-def matmul_fed(np: Any, tf: Any) -> Benchmark:
+def matmul_fed(np: Any, tf: Any) -> TimedStep:
     m, x, b = _matmul_inputs(np)
 
     @_graph(tf)
@@ -276,10 +276,10 @@ def matmul_fed(np: Any, tf: Any) -> Benchmark:
     def step() -> None:
         state["y"] = affine(m, x, b).numpy()  # in from numpy, back to numpy, every call
 
-    return Benchmark(step, MATMUL_FLOP / 1e9, "GFLOP/s", lambda: state["y"][0, 0])
+    return TimedStep(step, MATMUL_FLOP / 1e9, "GFLOP/s", lambda: state["y"][0, 0])
 
 
-def matmul_pinned(np: Any, tf: Any) -> Benchmark:
+def matmul_pinned(np: Any, tf: Any) -> TimedStep:
     m, x, b = (tf.Variable(a) for a in _matmul_inputs(np))
     y = tf.Variable(np.zeros((N, N), dtype=np.float32))
 
@@ -287,7 +287,7 @@ def matmul_pinned(np: Any, tf: Any) -> Benchmark:
     def update() -> None:
         y.assign(tf.matmul(m, x) + b)  # nothing crosses between numpy and TF per call
 
-    return Benchmark(update, MATMUL_FLOP / 1e9, "GFLOP/s", lambda: float(y[0, 0]))
+    return TimedStep(update, MATMUL_FLOP / 1e9, "GFLOP/s", lambda: float(y[0, 0]))
 
 
 @functools.cache  # the same for both input benchmarks: drawn once a process
@@ -304,7 +304,7 @@ def _input_data(np: Any, tf: Any) -> tuple[Any, Any, tuple[int, ...]]:
     return data, tf.Variable(weights), order
 
 
-def input_fed(np: Any, tf: Any) -> Benchmark:
+def input_fed(np: Any, tf: Any) -> TimedStep:
     data, weights, order = _input_data(np, tf)
     batches = [data[i * MINIBATCH : (i + 1) * MINIBATCH] for i in order]
 
@@ -318,10 +318,10 @@ def input_fed(np: Any, tf: Any) -> Benchmark:
         state["i"] = (state["i"] + 1) % len(batches)
         state["out"] = score(batches[state["i"]]).numpy()  # a numpy minibatch fed every step
 
-    return Benchmark(step, 1.0, "steps/s", lambda: state["out"])
+    return TimedStep(step, 1.0, "steps/s", lambda: state["out"])
 
 
-def input_pinned(np: Any, tf: Any) -> Benchmark:
+def input_pinned(np: Any, tf: Any) -> TimedStep:
     data, weights, order = _input_data(np, tf)
     resident = tf.constant(data)
     indexes = [tf.constant(i, dtype=tf.int32) for i in order]
@@ -337,10 +337,10 @@ def input_pinned(np: Any, tf: Any) -> Benchmark:
         state["i"] = (state["i"] + 1) % len(indexes)
         state["out"] = score(indexes[state["i"]]).numpy()  # only the index goes in
 
-    return Benchmark(step, 1.0, "steps/s", lambda: state["out"])
+    return TimedStep(step, 1.0, "steps/s", lambda: state["out"])
 
 
-BUILDERS: dict[str, Callable[[Any, Any], Benchmark]] = {
+BUILDERS: dict[str, Callable[[Any, Any], TimedStep]] = {
     "gru-keras": gru_keras,
     "gru-static": gru_static,
     "gru-dynamic": gru_dynamic,
@@ -351,7 +351,7 @@ BUILDERS: dict[str, Callable[[Any, Any], Benchmark]] = {
 }
 
 
-def warm_up(bench: Benchmark) -> tuple[float, float]:
+def warm_up(bench: TimedStep) -> tuple[float, float]:
     """The first call (tracing) and the warm-up steps: seconds each took."""
     t0 = time.perf_counter()
     bench.step()
@@ -363,7 +363,7 @@ def warm_up(bench: Benchmark) -> tuple[float, float]:
     return t1 - t0, time.perf_counter() - t1
 
 
-def measure(bench: Benchmark, iterations: int, samples: int) -> dict[str, Any]:
+def measure(bench: TimedStep, iterations: int, samples: int) -> dict[str, Any]:
     """First call (tracing), warm-up steps, then `samples` timed runs of `iterations` steps."""
     trace_s, warmup_s = warm_up(bench)
     timed: list[dict[str, float]] = []
@@ -387,7 +387,7 @@ def measure(bench: Benchmark, iterations: int, samples: int) -> dict[str, Any]:
     }
 
 
-def step_times(bench: Benchmark, steps: int) -> dict[str, Any]:
+def step_times(bench: TimedStep, steps: int) -> dict[str, Any]:
     """Calibration: the first call, the warm-up, then every step timed on its own."""
     trace_s, warmup_s = warm_up(bench)
     clock = time.perf_counter

@@ -31,6 +31,7 @@ from tfbuild.results.model import (
     Run,
     Stop,
     answer_config,
+    rules,
 )
 from tfbuild.runtime.base import RuntimeEnv
 from tfbuild.text import duration, half_width
@@ -255,7 +256,7 @@ class Schedule:
                 f"{half_width(design.resolve)})"
             )
         left = look.rounds_left
-        if design.decisions >= 5:
+        if rules(design.decisions).answer_decides:
             return self._decided(look, lead, left)
         self.reporter.note(
             f"after round {r}: {summary}; {len(self.active)} configs run"

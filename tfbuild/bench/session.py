@@ -31,13 +31,13 @@ from tfbuild.progress import Reporter
 from tfbuild.results import codec
 from tfbuild.results.model import (
     AA_SUFFIX,
-    Baseline,
+    BaselineRecord,
     ConfigEntry,
     Design,
     Results,
     RuntimeOptions,
     SessionInfo,
-    Suite,
+    SuiteRecord,
     VariantRecord,
     Workload,
 )
@@ -64,7 +64,7 @@ def _session_id() -> str:
     return f"{stamp}-{host}-{secrets.token_hex(2)}"
 
 
-def _suite(suite: SuiteSettings, workload: Workload | None) -> Suite:
+def _suite(suite: SuiteSettings, workload: Workload | None) -> SuiteRecord:
     """What the session measures: the suite's benchmarks, then the workload's."""
     iterations = {b: ITERATIONS[b] for b in suite.benchmarks}
     samples = {b: SAMPLES[b] for b in suite.benchmarks}
@@ -74,7 +74,7 @@ def _suite(suite: SuiteSettings, workload: Workload | None) -> Suite:
         its, counts, measured = suite_entries(workload)
         iterations, samples, units = iterations | its, samples | counts, units | measured
         names += WORKLOAD_BENCHMARKS
-    return Suite(
+    return SuiteRecord(
         version=SUITE_VERSION,
         benchmarks=names,
         warmup_steps=WARMUP_STEPS,
@@ -122,7 +122,7 @@ def new_results(plan: Plan, options: SessionOptions) -> Results:
         ),
         host=plan.host,
         suite=_suite(suite, options.workload),
-        baseline=Baseline(
+        baseline=BaselineRecord(
             variant=baseline.variant,
             tuning=baseline.tuning,
             config=f"{baseline.variant}:{baseline.tuning}",

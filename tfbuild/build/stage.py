@@ -42,7 +42,7 @@ class BuildOptions:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class BuildOutcome:
     variant: str
     status: str  # built, up to date, fetched, failed
     wheel: Path | None
@@ -106,14 +106,16 @@ def build_variant(
     store: WheelStore,
     reporter: Reporter,
     options: BuildOptions,
-) -> Outcome:
+) -> BuildOutcome:
     """Build one planned variant for the plan's machine (a prebuilt one is fetched)."""
     started = time.monotonic()
     variant, matrix, host = planned.variant, plan.matrix, plan.host
     if variant.source != "bazel":
         artifact, downloaded = fetch(variant, store, matrix.defaults.pip)
         state = "downloaded" if downloaded else "already in store"
-        return Outcome(variant.name, "fetched", artifact.wheel, state, time.monotonic() - started)
+        return BuildOutcome(
+            variant.name, "fetched", artifact.wheel, state, time.monotonic() - started
+        )
     recipe, rendered, settings = prepare(planned, plan, options)
     base = engine.image_info(recipe.base_image)
     if base is None:
@@ -122,7 +124,7 @@ def build_variant(
         )
     key = content_key(recipe, rendered, base["id"])
     if not options.force and (wheel := _up_to_date(store, planned, key)) is not None:
-        return Outcome(variant.name, "up to date", wheel,
+        return BuildOutcome(variant.name, "up to date", wheel,
                        f"content key {key[:12]} unchanged; --force rebuilds",
                        time.monotonic() - started)  # fmt: skip
     folder = store.folder(variant.id)
@@ -148,7 +150,7 @@ def build_variant(
                                started, host, matrix.defaults.bazel.network)  # fmt: skip
         except BuildFailed as exc:
             raise BuildFailed(f"{variant.name}: {exc}", tail=tail, log=log_path) from exc
-    return Outcome(variant.name, "built", wheel, f"content key {key[:12]}",
+    return BuildOutcome(variant.name, "built", wheel, f"content key {key[:12]}",
                    time.monotonic() - started)  # fmt: skip
 
 
@@ -181,14 +183,14 @@ def _run_build(
     log(f"+ docker run{shown} -v {volume}:/cache {tag} tfbuild-build {OUT_DIR}")
     with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
         work = Path(tmp)
-        with engine.container(
-            tag, ["tfbuild-build", OUT_DIR],
-            volumes={volume: {"bind": "/cache", "mode": "rw"}},
+        spec = engine.ContainerSpec(
+            tag, ("tfbuild-build", OUT_DIR), "build",
             environment=environment,
-            network_mode=network,
-            labels={"org.tfbuild": "build", "org.tfbuild.variant": variant.id,
-                    "org.tfbuild.store": str(store.root)},
-        ) as created:  # fmt: skip
+            mounts=(engine.Mount("/cache", volume, read_only=False),),
+            labels={"org.tfbuild.variant": variant.id, "org.tfbuild.store": str(store.root)},
+            network=network,
+        )  # fmt: skip
+        with engine.container(spec) as created:
             code, _ = engine.run_to_end(created, log, timeout=None)
             if code != 0:
                 raise BuildFailed(f"the build script exited with code {code}")

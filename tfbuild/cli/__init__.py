@@ -11,6 +11,7 @@ from types import FrameType
 
 import click
 
+from tfbuild import engine
 from tfbuild.cli import building, comparing, generating, inspecting, machines, sessions
 from tfbuild.cli.app import cli
 from tfbuild.cli.common import Flags
@@ -75,11 +76,22 @@ def stop_on_sigterm() -> None:
     os.register_at_fork(after_in_child=_default_sigterm)
 
 
+def _run(argv: list[str] | None) -> object:
+    """The command, and then the containers it left (--keep-containers), named."""
+    try:
+        return cli.main(args=argv, prog_name="tfbuild", standalone_mode=False)
+    finally:
+        if engine.kept:
+            names = " ".join(engine.kept)
+            print(f"tfbuild: kept {len(engine.kept)} container(s) ({engine.KEEP_ENV}): {names}; "
+                  f"remove them with `docker rm -f {names}`", file=sys.stderr)  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: exit codes per error class, no traceback unless --debug."""
     stop_on_sigterm()
     try:
-        code = cli.main(args=argv, prog_name="tfbuild", standalone_mode=False)
+        code = _run(argv)
     except TfbuildError as error:
         _report(error)
         sys.exit(error.exit_code)

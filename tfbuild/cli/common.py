@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 
 from tfbuild.config.model import Suite, SuiteSettings
+from tfbuild.engine import KEEP_ENV
 from tfbuild.errors import UsageError
 
 if TYPE_CHECKING:
@@ -34,14 +35,27 @@ def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     Flags.debug = Flags.debug or value
 
 
+def _switch(name: str, callback: Callable[..., None], help: str) -> Callable[[F], F]:
+    """A flag that acts when parsed (on the group or any command) and is not passed on."""
+    return click.option(name, is_flag=True, expose_value=False, is_eager=True,
+                        callback=callback, help=help)  # fmt: skip
+
+
 def debug_option(f: F) -> F:
-    return click.option(
-        "--debug",
-        is_flag=True,
-        expose_value=False,
-        is_eager=True,
-        callback=_set_debug,
-        help="Show the full traceback when something fails.",
+    return _switch("--debug", _set_debug, "Show the full traceback when something fails.")(f)
+
+
+def _set_keep(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        os.environ[KEEP_ENV] = "1"  # also for the tfbuild processes this one starts
+
+
+def keep_containers_option(f: F) -> F:
+    return _switch(
+        "--keep-containers",
+        _set_keep,
+        f"Leave every container tfbuild starts (stopped, named tfbuild-ROLE-...) for "
+        f"`docker logs` and `docker cp` instead of removing it; the same as {KEEP_ENV}=1.",
     )(f)
 
 

@@ -137,18 +137,11 @@ def probe(
         )
     facts = engine.engine_facts()
     with tempfile.TemporaryDirectory(prefix="tfbuild-probe-") as tmp:
-        code, output = engine.run_and_collect(
-            image,
-            ["sh", "-c", PROBE_SCRIPT],
-            PROBE_DIR,
-            Path(tmp),
-            PROBE_TIMEOUT,
-            network_mode="none",
-            user=engine.BENCH_USER,
-            nano_cpus=nano_cpus,
-            mem_limit=memory,
-            labels={"org.tfbuild": "probe"},
-        )
+        spec = engine.ContainerSpec(
+            image, ("sh", "-c", PROBE_SCRIPT), "probe",
+            network="none", user=engine.BENCH_USER, nano_cpus=nano_cpus, memory=memory,
+        )  # fmt: skip
+        code, output = engine.run_and_collect(spec, PROBE_DIR, Path(tmp), PROBE_TIMEOUT)
         if code != 0:
             raise EngineUnavailable(
                 f"the probe container ({image}) on {where} exited with code {code}:\n"

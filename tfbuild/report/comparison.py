@@ -16,7 +16,7 @@ from tfbuild.analysis.gate import Gate
 from tfbuild.analysis.report import HostReport
 from tfbuild.config.suite import CONTRASTS
 from tfbuild.results.codec import look_json
-from tfbuild.results.model import is_aa
+from tfbuild.results.model import is_aa, rules
 from tfbuild.text import printable
 
 COMPARE_SCHEMA = "tfbuild.compare/2"
@@ -82,7 +82,7 @@ def header_lines(r: HostReport) -> list[str]:
             f"experiments {SPLIT['experiments']:.1%}; "
             + (
                 "max-t within each, variances moderated across the comparisons"
-                if r.rules >= 2
+                if rules(r.rules).maxt
                 else "Bonferroni within each"
             )
             + ("; alpha spending over the looks" if r.design.sequential else "")
@@ -94,7 +94,7 @@ def header_lines(r: HostReport) -> list[str]:
         aa = r.aa[OVERALL]
         lines.append(f"A/A control (the baseline against its copy): {ratio_text(aa)}, {aa.verdict}")
     lead = [c for c in r.tiers[0] if c != r.baseline] if r.tiers else []
-    targeted = r.design.resolve is not None and r.rules < 5  # rules 5: resolve is the margin
+    targeted = r.design.resolve is not None and not rules(r.rules).answer_decides
     target = f" (target ±{r.design.resolve:.1%})" if targeted else ""
     lines.append(
         f"Leading tier resolved to ±{pct(r.resolution)}{target}: the widest interval of a "

@@ -26,7 +26,7 @@ from tfbuild.machine.profile import profile_from_json
 from tfbuild.records import record
 from tfbuild.results.model import (
     READABLE,
-    Baseline,
+    BaselineRecord,
     BenchmarkResult,
     ConfigEntry,
     Design,
@@ -41,10 +41,11 @@ from tfbuild.results.model import (
     Sample,
     SessionInfo,
     Stop,
-    Suite,
+    SuiteRecord,
     VariantRecord,
     WheelRecord,
     Workload,
+    known_rules,
 )
 
 T = TypeVar("T")
@@ -227,7 +228,7 @@ def _design(data: Mapping[str, Any]) -> Design:
         horizon=int(data["max_rounds"]),
         budget_s=data.get("budget_s"),
         resolve=data.get("resolve"),
-        decisions=int(data.get("decisions", 1)),
+        decisions=known_rules(data.get("decisions", 1)),
     )
 
 
@@ -263,12 +264,12 @@ def _session(data: Mapping[str, Any]) -> SessionInfo:
     )
 
 
-def _suite(data: Mapping[str, Any]) -> Suite:
+def _suite(data: Mapping[str, Any]) -> SuiteRecord:
     benchmarks = tuple(data["benchmarks"])
     samples = data["samples"]
     if isinstance(samples, int):  # schema version 1: one count for every benchmark
         samples = {b: samples for b in benchmarks}
-    return Suite(
+    return SuiteRecord(
         version=int(data["version"]),
         benchmarks=benchmarks,
         warmup_steps=data.get("warmup_steps", data.get("warmup")),
@@ -386,7 +387,7 @@ def from_json(document: Mapping[str, Any]) -> Results:
         session=_at("session", lambda: _session(document["session"])),
         host=_at("host", lambda: profile_from_json(document["host"])),
         suite=_at("suite", lambda: _suite(document["suite"])),
-        baseline=_at("baseline", lambda: record(Baseline, document["baseline"])),
+        baseline=_at("baseline", lambda: record(BaselineRecord, document["baseline"])),
         variants=(
             {n: _at(f"variants.{n}", partial(_variant, v)) for n, v in variants.items()}
             if isinstance(variants, dict)

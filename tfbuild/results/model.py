@@ -278,6 +278,55 @@ spread of one process) of the fastest, and the A/A control does not show the bas
 itself; no config rests."""
 
 
+@dataclass(frozen=True)
+class Rules:
+    """What one version of the decision rules (DECISIONS) does, by name: code asks the version
+    a session was decided by for these, never compares version numbers."""
+
+    version: int
+    look_growth: float
+    """How far apart the scheduled looks are (stats.look_schedule's growth)."""
+    maxt: bool
+    """Max-t levels within a family, variances moderated across a look's comparisons, and the
+    two-sided intervals spending alpha along t^2 (else Bonferroni, own variances, Pocock)."""
+    aa_gate: bool
+    """A session stops on its data only when its A/A control is within the span the answer
+    allows."""
+    rests: bool
+    """A leading config known to the target while another is not rests."""
+    answer_decides: bool
+    """The session stops when its answer is decided (a leading config known to be within the
+    indifference margin of the fastest, the A/A control not showing the baseline unlike itself);
+    the design's `resolve` is that margin."""
+
+
+RULES: dict[int, Rules] = {
+    #        version look_growth  maxt   aa_gate rests  answer_decides
+    1: Rules(1,      1.35,        False, False,  False, False),
+    2: Rules(2,      LOOK_GROWTH, True,  False,  False, False),
+    3: Rules(3,      LOOK_GROWTH, True,  True,   False, False),
+    4: Rules(4,      LOOK_GROWTH, True,  True,   True,  False),
+    5: Rules(5,      LOOK_GROWTH, True,  False,  False, True),
+}  # fmt: skip
+"""Every version of the decision rules sessions have been decided by (DECISIONS the newest)."""
+
+
+def rules(version: int) -> Rules:
+    """The rules of a version (known_rules refuses, when results are read, one not known)."""
+    return RULES[version]
+
+
+def known_rules(value: Any) -> int:
+    """A recorded rules version, when this tfbuild knows it (ValueError saying so else)."""
+    version = int(value)
+    if version not in RULES:
+        raise ValueError(
+            f"decided by rules {version}, which this tfbuild does not know (it knows "
+            f"{min(RULES)}-{max(RULES)}); a newer tfbuild wrote it"
+        )
+    return version
+
+
 @dataclass(frozen=True, kw_only=True)
 class Design:
     """How a session chose its rounds: a fixed number, or sequentially with looks scheduled
@@ -302,7 +351,7 @@ class Design:
     def schedule(self) -> tuple[int, ...]:
         if not self.sequential or self.horizon is None:
             return ()
-        return look_schedule(self.first, self.horizon, LOOK_GROWTH if self.decisions >= 2 else 1.35)
+        return look_schedule(self.first, self.horizon, rules(self.decisions).look_growth)
 
 
 FIXED = Design(kind="fixed")
@@ -430,7 +479,7 @@ class Workload:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Suite:
+class SuiteRecord:
     version: int
     benchmarks: tuple[str, ...]
     warmup_steps: int | None
@@ -441,7 +490,7 @@ class Suite:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Baseline:
+class BaselineRecord:
     variant: str
     tuning: str
     config: str
@@ -455,8 +504,8 @@ class Results:
     schema: str = SCHEMA
     session: SessionInfo
     host: HostProfile
-    suite: Suite
-    baseline: Baseline
+    suite: SuiteRecord
+    baseline: BaselineRecord
     variants: Mapping[str, VariantRecord] | None
     """None only in a damaged file, which --resume refuses."""
     tunings: Mapping[str, Json] = field(default_factory=dict)

@@ -85,11 +85,6 @@ def _pip_conf(env: Mapping[str, str], ca_bundle: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def gpu_requests(artifact: Artifact) -> list[Any] | None:
-    """Every GPU of the engine's machine for a CUDA build (docker run --gpus all), none else."""
-    return engine.all_gpus() if artifact.wants_gpu else None
-
-
 class DockerRuntime(RuntimeEnv):
     """An image per wheel (installed at image build); benchmarks run in fresh containers with
     no network, as a non-root user; the payload is copied in and the result out through the
@@ -176,14 +171,14 @@ class DockerRuntime(RuntimeEnv):
                 lines.append(line)
 
             labels = {
-                "org.tfbuild": "runtime",
                 "org.tfbuild.wheel": self.artifact.wheel.name,
                 "org.tfbuild.wheel-sha256": self.artifact.sha256,
             }
+            spec = engine.ContainerSpec(
+                self.base_image, ("/bin/bash", "-c", script), "runtime", labels=labels
+            )
             with (
-                engine.container(
-                    self.base_image, ["/bin/bash", "-c", script], labels=labels
-                ) as made,
+                engine.container(spec) as made,
                 contextlib.closing(inputs),
             ):
                 engine.put_archive(made, "/tmp", inputs.finish())
@@ -219,25 +214,27 @@ class DockerRuntime(RuntimeEnv):
         # Nothing is bind-mounted: the engine may be another machine (DOCKER_HOST), so the
         # payload and its config are copied in through the API and the result copied out; a
         # workload goes into a volume once, mounted read-only in every benchmark container.
-        mounts = [engine.anonymous_volume("/io")]
+        mounts = [engine.Mount("/io", read_only=False)]
         workload = None
         if (spec := config.get("workload")) is not None:
             volume, workload = self._workload_volume(spec)
-            mounts.append(engine.volume_at(volume, WORKLOAD_AT))
+            mounts.append(engine.Mount(WORKLOAD_AT, volume))
         inputs = _bench_inputs({**config, "cpus": list(cpus) if cpus else None}, workload)
-        cpuset = ",".join(map(str, cpus)) if cpus else self.cpuset
         started = time.perf_counter()
         with engine.container(
-            self.image,
-            ["/opt/tf/bin/python", "/io/payload.py", "/io/config.json", "/io/result.json"],
-            environment={**BASE_ENV, "HOME": "/tmp", **env},
-            mounts=mounts,
-            cpuset_cpus=cpuset,
-            nano_cpus=self.nano_cpus,
-            mem_limit=self.memory,
-            labels={"org.tfbuild": "bench", **self._session_label()},
-            device_requests=gpu_requests(self.artifact),
-            **engine.ISOLATION,
+            engine.ContainerSpec(
+                self.image,
+                ("/opt/tf/bin/python", "/io/payload.py", "/io/config.json", "/io/result.json"),
+                "bench",
+                environment={**BASE_ENV, "HOME": "/tmp", **env},
+                mounts=tuple(mounts),
+                labels=self._session_label(),
+                confined=True,
+                cpuset=",".join(map(str, cpus)) if cpus else self.cpuset,
+                nano_cpus=self.nano_cpus,
+                memory=self.memory,
+                gpus=self.artifact.wants_gpu,
+            )
         ) as created:
             engine.put_archive(created, "/io", inputs)
             code, timed_out = engine.run_to_end(created, None, timeout)
@@ -272,7 +269,7 @@ class DockerRuntime(RuntimeEnv):
             "base_image": self.base_image,
             "wheel": self.artifact.wheel.name,
             "sha256": self.artifact.sha256,
-            "network": engine.ISOLATION["network_mode"],
-            "user": engine.ISOLATION["user"],
+            "network": "none",
+            "user": engine.BENCH_USER,
             "cpuset": self.cpuset,
         }

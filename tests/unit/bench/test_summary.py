@@ -11,7 +11,7 @@ from support.synthetic import session
 from tfbuild.bench.summary import summarise
 from tfbuild.machine.peak import Peak
 from tfbuild.results.model import (
-    Baseline,
+    BaselineRecord,
     BenchmarkResult,
     Failure,
     Results,
@@ -63,7 +63,7 @@ def synthetic_results(ratio: float = 1.0) -> Results:
             finished_at="2026-01-01T00:10:00+00:00",
             stop=Stop(reason="fixed", round=4, message="the 4 rounds of a fixed design"),
         ),
-        baseline=Baseline(variant="a", tuning="t", config="a:t", aa_config="a:t~aa"),
+        baseline=BaselineRecord(variant="a", tuning="t", config="a:t", aa_config="a:t~aa"),
         configs=tuple(config_entry(k, peak=peak) for k in ("a:t", "b:t", "a:t~aa")),
         failures=(Failure(variant="c", configs=(), stage="plan", reason="needs AVX512F"),),
         runs=tuple(runs),
