@@ -246,6 +246,254 @@ WHOLE = {"test_structure", "test_lint", "test_readme", "test_golden_files", "tes
 """Unit tests of the repository as a whole, not of one module."""
 
 
+TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
+    # module: (the test file that exercises it, what in that file shows it, why there)
+    "tfbuild.analysis.estimates": (
+        "tests/unit/analysis/test_report.py",
+        "tfbuild.analysis.estimates",
+        "what a report is made of: judged through analyse_host",
+    ),
+    "tfbuild.analysis.power": (
+        "tests/unit/analysis/test_looks.py",
+        "fixed_equivalent",
+        "its plans are promises about sessions: shown on replayed ones",
+    ),
+    "tfbuild.analysis.rounds": (
+        "tests/unit/analysis/test_report.py",
+        "analyse_host",
+        "per-round values and paired differences: every estimate's input",
+    ),
+    "tfbuild.analysis.sessions": (
+        "tests/unit/analysis/test_report.py",
+        "tfbuild.analysis.sessions",
+        "results files read for analysis, by the report's tests",
+    ),
+    "tfbuild.audit.elf": (
+        "tests/unit/audit/test_isa.py",
+        "audit_object",
+        "the ELF reader: what the audit of real objects reads",
+    ),
+    "tfbuild.audit.qemu": (
+        "tests/integration/test_isa_emulation.py",
+        '"verify"',
+        "needs qemu-user and real wheels: `tfbuild verify`",
+    ),
+    "tfbuild.bench.calibrate": (
+        "tests/unit/analysis/test_calibration.py",
+        "tfbuild.bench.calibrate",
+        "a calibration is judged by its analysis",
+    ),
+    "tfbuild.bench.workload_payload": (
+        "tests/integration/test_workload.py",
+        "--workload",
+        "runs inside TensorFlow: the user's model, real TensorFlow",
+    ),
+    "tfbuild.build.base": (
+        "tests/integration/test_base_image.py",
+        "base-image",
+        "makes an image on a real engine",
+    ),
+    "tfbuild.build.stage": (
+        "tests/integration/test_build.py",
+        "tfbuild.build.stage",
+        "builds with bazel on a real engine",
+    ),
+    "tfbuild.ci.actions": (
+        "tests/unit/ci/test_workflow.py",
+        "tfbuild.ci.actions",
+        "the pinned actions, checked in the generated workflow (zizmor)",
+    ),
+    "tfbuild.ci.notes": (
+        "tests/unit/ci/test_workflow.py",
+        "is left out",
+        "text of the generated workflow and of `tfbuild ci github`",
+    ),
+    "tfbuild.ci.settings": (
+        "tests/unit/ci/test_workflow.py",
+        "tfbuild.ci.settings",
+        "the settings of the generated workflow",
+    ),
+    "tfbuild.cli.common": (
+        "tests/unit/cli/test_machines.py",
+        "--debug",
+        "options the commands share: through the commands",
+    ),
+    "tfbuild.cli.comparing": (
+        "tests/unit/report/test_comparison.py",
+        '"compare"',
+        "`tfbuild compare`, `replay`, `scenarios`, run as users do",
+    ),
+    "tfbuild.cli.generating": (
+        "tests/unit/ci/test_workflow.py",
+        '"ci"',
+        "`tfbuild ci github` and `index`, run as users do",
+    ),
+    "tfbuild.cli.inspecting": (
+        "tests/integration/test_isa_emulation.py",
+        '"inspect"',
+        "`tfbuild inspect` and `verify` on real wheels",
+    ),
+    "tfbuild.cli.planning": (
+        "tests/integration/test_run.py",
+        "plans_made",
+        "the one plan of a command, counted in `tfbuild run`",
+    ),
+    "tfbuild.cli.sessions": (
+        "tests/integration/test_bench.py",
+        '"bench"',
+        "`tfbuild bench` and `calibrate` with real TensorFlow",
+    ),
+    "tfbuild.config.model": (
+        "tests/unit/config/test_load.py",
+        "load_matrix",
+        "the frozen matrix: what load_matrix makes",
+    ),
+    "tfbuild.config.sections": (
+        "tests/unit/config/test_load.py",
+        "load_matrix",
+        "sections of matrix.yaml, read and refused by load_matrix",
+    ),
+    "tfbuild.config.suite": (
+        "tests/unit/bench/test_session.py",
+        "tfbuild.config.suite",
+        "the suite's names and versions, as a session records them",
+    ),
+    "tfbuild.config.tensorflow": (
+        "tests/unit/plan/test_make.py",
+        "compiler_flags",
+        "TensorFlow's release facts: what a plan refuses or warns of",
+    ),
+    "tfbuild.config.values": (
+        "tests/unit/config/test_load.py",
+        "tfbuild.config.values",
+        "values of matrix.yaml, read by load_matrix",
+    ),
+    "tfbuild.config.variants": (
+        "tests/unit/config/test_load.py",
+        "load_matrix",
+        "variants of matrix.yaml, read and refused by load_matrix",
+    ),
+    "tfbuild.config.yamlread": (
+        "tests/unit/config/test_load.py",
+        "load_matrix",
+        "file:line errors of matrix.yaml, through load_matrix",
+    ),
+    "tfbuild.files": (
+        "tests/unit/bench/test_session.py",
+        "tfbuild.files",
+        "atomic writes and locks, of the sessions that use them",
+    ),
+    "tfbuild.machine.gpu": (
+        "tests/unit/audit/test_verdict.py",
+        "sm_90",
+        "which GPU runs which device code: the verdicts",
+    ),
+    "tfbuild.machine.linux": (
+        "tests/unit/machine/test_detect.py",
+        "tfbuild.machine.linux",
+        "/proc and /sys, read by detection",
+    ),
+    "tfbuild.machine.peak": (
+        "tests/unit/bench/test_summary.py",
+        "tfbuild.machine.peak",
+        "peak throughput: of the bench summary",
+    ),
+    "tfbuild.machine.pythons": (
+        "tests/unit/plan/test_runtimes.py",
+        "tfbuild.machine.pythons",
+        "the interpreters a runtime can use",
+    ),
+    "tfbuild.machine.remote": (
+        "tests/integration/test_remote_engine.py",
+        "remote.probe",
+        "the machine of another engine: a real remote engine",
+    ),
+    "tfbuild.plan.select": (
+        "tests/unit/plan/test_make.py",
+        "tfbuild.plan.select",
+        "--only/--skip/--with: of the plan",
+    ),
+    "tfbuild.plan.target": (
+        "tests/unit/plan/test_make.py",
+        "compiler_flags",
+        "the target CPU and its flags: of the plan",
+    ),
+    "tfbuild.progress": (
+        "tests/unit/bench/test_schedule.py",
+        "tfbuild.progress",
+        "progress and ETA, of the schedule that reports them",
+    ),
+    "tfbuild.records": (
+        "tests/unit/results/test_codec.py",
+        "load",
+        "records from JSON: every results file read",
+    ),
+    "tfbuild.report.calibration": (
+        "tests/unit/analysis/test_calibration.py",
+        '"calibrate"',
+        "the calibration's text, with its analysis",
+    ),
+    "tfbuild.report.inspection": (
+        "tests/unit/audit/test_cuobjdump.py",
+        "tfbuild.report.inspection",
+        "the audit's text: `tfbuild inspect`",
+    ),
+    "tfbuild.report.replaying": (
+        "tests/unit/analysis/test_replay.py",
+        '"replay"',
+        "`tfbuild replay`'s text, with the replay",
+    ),
+    "tfbuild.report.scenarios": (
+        "tests/unit/analysis/test_scenarios.py",
+        '"scenarios"',
+        "`tfbuild scenarios`' text, with the scenarios",
+    ),
+    "tfbuild.results.calibration": (
+        "tests/unit/analysis/test_calibration.py",
+        "tfbuild.results.calibration",
+        "calibration records, read by the analysis",
+    ),
+    "tfbuild.runtime.container": (
+        "tests/integration/test_runtime_image.py",
+        "DockerRuntime",
+        "runtime images on a real engine",
+    ),
+    "tfbuild.runtime.make": (
+        "tests/integration/test_bench.py",
+        '"bench"',
+        "which runtime a variant gets: every bench",
+    ),
+    "tfbuild.store": (
+        "tests/unit/runtime/test_venv.py",
+        "tfbuild.store",
+        "the wheel store, of every runtime and build test",
+    ),
+    "tfbuild.text": (
+        "tests/unit/config/test_load.py",
+        "duration",
+        "words and numbers of the output, where they are printed",
+    ),
+}
+"""Modules without a unit test of their own name, each with where it is tested and why."""
+
+
+def _own_test(module: str) -> bool:
+    place, _, name = module.removeprefix("tfbuild").lstrip(".").rpartition(".")
+    folder = REPO / "tests" / "unit" / Path(*place.split(".")) if place else REPO / "tests" / "unit"
+    return any(folder.glob(f"test_{name}.py")) or any(folder.glob(f"test_{name}_*.py"))
+
+
+def test_every_module_has_a_test_of_its_name_or_says_where_it_is_tested() -> None:
+    """A new module without a test of its name fails here until it has one or an entry; an
+    entry whose module got a test of its own, or whose test no longer shows it, fails too."""
+    entry_points = ("__init__.py", "__main__.py")
+    modules = {m for m, path in _sources().items() if path.name not in entry_points}
+    untested = {m for m in modules if not _own_test(m)}
+    assert untested == set(TESTED_ELSEWHERE)
+    for module, (test, shows, why) in TESTED_ELSEWHERE.items():
+        assert why and shows in (REPO / test).read_text(encoding="utf-8"), (module, test, shows)
+
+
 def test_unit_tests_mirror_the_package() -> None:
     """The test of tfbuild/<place>/<module>.py is tests/unit/<place>/test_<module>.py (a longer
     name may follow: test_<module>_fuzz.py); a ground-floor module's test is in tests/unit/."""
