@@ -103,8 +103,8 @@ class Container:
 
 # Containers this process has running, so that Ctrl-C can stop them from the main thread while
 # worker threads wait on them.
-_running: set[str] = set()
-_handles: dict[str, Any] = {}
+_running: dict[str, Any] = {}
+"""name -> the engine's handle."""
 kept: list[str] = []
 """Containers left for debugging (KEEP_ENV), in the order they were made."""
 _lock = threading.Lock()
@@ -119,7 +119,7 @@ def cancel() -> None:
     """Kill every container this process started and make waiting workers give up."""
     _cancelled.set()
     with _lock:
-        running = [_handles[name] for name in _running]
+        running = list(_running.values())
     for handle in running:
         with contextlib.suppress(Exception):
             handle.kill()
@@ -336,14 +336,12 @@ def container(spec: ContainerSpec) -> Iterator[Container]:
         spec.image, list(spec.command), name=name, **_sdk_options(spec)
     )
     with _lock:
-        _running.add(name)
-        _handles[name] = handle
+        _running[name] = handle
     try:
         yield Container(name, handle)
     finally:
         with _lock:
-            _running.discard(name)
-            _handles.pop(name, None)
+            del _running[name]
         if keeping():
             with contextlib.suppress(Exception):
                 handle.stop(timeout=1)

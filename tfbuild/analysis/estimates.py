@@ -181,10 +181,6 @@ class Setup:
         """What those rules do (results.model.RULES)."""
         return rules(self.rules)
 
-    @property
-    def decides_answer(self) -> bool:
-        return self.rulebook.answer_decides
-
     def against_baseline(self, alpha: float) -> float:
         """The per-comparison level of a family of comparisons with the baseline that errs
         with probability alpha: the configs' comparisons share the baseline's noise, which

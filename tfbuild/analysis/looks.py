@@ -77,7 +77,7 @@ def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) ->
     configs still running, which cannot be the fastest, the leading tier, its resolution and
     how close each leading config is known to be to the fastest. `setup` holds the looks
     scheduled up to this one."""
-    if setup.decides_answer:
+    if setup.rulebook.answer_decides:
         margin = indifference(setup, noise_margin(setup, logs, setup.benchmarks, round_, True))
     else:
         margin = noise_margin(setup, logs, setup.benchmarks, upto=round_)
@@ -149,7 +149,7 @@ class SequentialLooks:
         if aa and look.aa:
             judged[aa] = look.aa
         left: int | None = None
-        if setup.decides_answer:  # the ETA of a session that has not decided its answer yet
+        if setup.rulebook.answer_decides:  # the ETA of a session still deciding its answer
             waiting = not look.certified or not fit
             if self.forecast and waiting:
                 lead = [c for c in look.floors if c != baseline]  # the candidates
@@ -179,7 +179,7 @@ class SequentialLooks:
             aa_fit=fit,
             rested=tuple(resting),
             floors={c: f if math.isfinite(f) else None for c, f in look.floors.items()}
-            if setup.decides_answer
+            if setup.rulebook.answer_decides
             else {},
         )
 
@@ -191,7 +191,7 @@ def aa_fits(setup: Setup, look: Findings) -> bool:
     unlike its own copy (its interval holds 1)."""
     if setup.rulebook.aa_gate:
         return not aa_too_wide(look.aa, look.margin)
-    if not setup.decides_answer:
+    if not setup.rulebook.answer_decides:
         return True
     holds = look.aa is None or look.aa.low <= 1.0 <= look.aa.high
     return holds and not aa_too_wide(look.aa, look.margin)

@@ -370,7 +370,7 @@ def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) 
     if found is None or (not found[1] and control is None):
         return None
     now = setup.timeline.last
-    one_sided = setup.decides_answer
+    one_sided = setup.rulebook.answer_decides
     alpha = (
         setup.against_best(SPLIT["selection"])
         if one_sided

@@ -397,7 +397,7 @@ def _replay(
                 f"look after round {look.round}: recorded rests {sorted(look.rested)}, the "
                 f"data give {sorted(resting)}"
             )
-        if setup.decides_answer and sorted(look.certified) != sorted(replayed.certified):
+        if setup.rulebook.answer_decides and sorted(look.certified) != sorted(replayed.certified):
             problems.append(
                 f"look after round {look.round}: recorded within the margin "
                 f"{sorted(look.certified)}, the data give {sorted(replayed.certified)}"
