@@ -102,8 +102,10 @@ class Answer:
     why: str
     """What keeps it from being decided (empty when decided)."""
     settle: tuple[int, int] | None
-    """Rounds and processes of a fixed design that resolves the leading tier to the margin in
-    half of the sessions like this one, when that is what it lacks."""
+    """Rounds and processes of a fixed design that decides the answer at the margin in half of
+    the sessions like this one, when that is what it lacks. None when it is not, when it is
+    beyond the longest design planned (its lines say so), or when no budget was asked for (its
+    lines say nothing of one)."""
     margin: float = math.nan
     """The indifference margin the answer is given at."""
     confidence: float = CONFIDENCE
@@ -143,14 +145,14 @@ def answer(
     decision: Decision,
     ranking: Sequence[Estimate],
     baseline: str,
-    settle: Callable[[float], tuple[int, int] | None],
+    settle: Callable[[float], tuple[int, int] | None] | None,
     seconds: float | None,
     most: int,
 ) -> Answer:
     """The answer of one host's report, from its decision. `settle(margin)` plans the fixed
     design that would decide the answer (simulated; asked only when no config is known within
-    the margin yet); `seconds` is the time of one benchmark process, when the session
-    recorded it."""
+    the margin yet), None to say nothing of a budget; `seconds` is the time of one benchmark
+    process, when the session recorded it."""
     margin, sure = decision.margin, f"{CONFIDENCE:.1%} confidence"
     by_config = {e.config: e for e in ranking}
     others = sorted(
@@ -211,7 +213,7 @@ def answer(
             "shown faster than the baseline."
         )
     plan = None
-    if decision.cause == "open":
+    if decision.cause == "open" and settle is not None:
         plan = settle(margin)
         lines.append(_settle_line(plan, margin, seconds, most))
     return Answer(False, "inconclusive", tuple(lines), decision.why, plan, margin)

@@ -48,11 +48,10 @@ side.
 
 from __future__ import annotations
 
-import functools
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from tfbuild import stats
@@ -132,8 +131,11 @@ class Gaps:
         return "; ".join(parts)
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class HostReport:
+    """What the analysis of one machine's sessions found, every figure computed: the report's
+    formats only read it."""
+
     host: HostProfile
     host_key: str
     sessions: list[str]
@@ -155,6 +157,10 @@ class HostReport:
     warnings: list[str]
     decision: Decision
     """What the last look decides (the answer, before its words)."""
+    answer: Answer
+    """What the report leads with: what to use and what that guarantees, or why it is
+    inconclusive and, when analyse_host's `power` asked for it, what budget would settle it
+    (Answer.settle: simulated, tfbuild.analysis.power)."""
     estimates: dict[tuple[str, str], Estimate]
     ranking: list[Estimate]
     """Overall estimates in tier order, best first (the baseline included with ratio 1)."""
@@ -163,11 +169,12 @@ class HostReport:
     """Every config put out of the leading tier, at the look it was put out (eliminations
     included)."""
     resolution: float
-    fixed_plan: Callable[[], tuple[int, int] | None] | None = field(repr=False)
-    """Plans fixed_equivalent (None for fixed designs)."""
-    settle_plan: Callable[[float], tuple[int, int] | None] = field(repr=False)
-    """Rounds and processes of a fixed design whose leading tier is resolved to a target in
-    half of the sessions like this one (simulated)."""
+    fixed_equivalent: tuple[int, int] | None
+    """Rounds and processes a fixed design (every config every round, one look) would need for
+    the same leading tier to be resolved as well as this session did it, in half of the
+    sessions like this one (simulated, tfbuild.analysis.power). None when not asked for
+    (analyse_host's `power`), for fixed designs, and beyond the longest design the planner
+    looks at: the report then says nothing of it."""
     processes: int
     benchmark_s: float | None
     """Seconds the sessions spent benchmarking (installs not counted), when all recorded it."""
@@ -191,23 +198,6 @@ class HostReport:
     variants: dict[str, VariantRecord] = field(repr=False)
     workload: str | None = None
     """What the user's own model was (`--workload`), when the sessions measured one."""
-
-    @functools.cached_property
-    def fixed_equivalent(self) -> tuple[int, int] | None:
-        """Rounds and processes a fixed design (every config every round, one look) would need
-        for the same leading tier to be resolved as well as this session did it, in half of
-        the sessions like this one (simulated, tfbuild.analysis.power); None for fixed
-        designs, and beyond the longest design it looks at. Computed when first asked for."""
-        return self.fixed_plan() if self.fixed_plan is not None else None
-
-    @functools.cached_property
-    def answer(self) -> Answer:
-        """What the report leads with: what to use and what that guarantees, or why it is
-        inconclusive and what would settle it (simulated when first asked for)."""
-        seconds = self.benchmark_s / self.processes if self.benchmark_s and self.processes else None
-        return answer(
-            self.decision, self.ranking, self.baseline, self.settle_plan, seconds, MOST_ROUNDS
-        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -428,9 +418,15 @@ def _running_at_end(first: model.Results, setup: Setup, design: Design) -> list[
     return [*setup.compared, setup.baseline]
 
 
-def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> HostReport:
+def analyse_host(
+    sessions: Sequence[Session], margin: float | None = None, *, power: bool = False
+) -> HostReport:
     """The report for sessions of one machine (one sequential session, or pooled fixed ones).
-    `margin` overrides the practical margin the A/A control gives."""
+    `margin` overrides the practical margin the A/A control gives. `power` runs the planners
+    (tfbuild.analysis.power, hundreds of simulated sessions each): the fixed design a
+    sequential session is worth (HostReport.fixed_equivalent) and the budget that would settle
+    an inconclusive answer (Answer.settle). A report to be read asks for them; without them
+    nothing is simulated, and the report says nothing of either."""
     first = sessions[0].results
     design = sessions[0].design if len(sessions) == 1 else FIXED
     table = round_table(sessions)
@@ -491,13 +487,10 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
     achieved = resolution(leading_others, estimates)
     per_round = len(setup.compared) + 1 + (1 if setup.aa else 0)
 
-    fixed_plan = None
-    if design.sequential and leading_others and math.isfinite(achieved):
-
-        def fixed_plan() -> tuple[int, int] | None:
-            n = fixed_equivalent(setup, logs, leading_others, achieved)
-            return None if n is None else (n, n * per_round)
-
+    fixed = None
+    if power and design.sequential and leading_others and math.isfinite(achieved):
+        n = fixed_equivalent(setup, logs, leading_others, achieved)
+        fixed = None if n is None else (n, n * per_round)
     warnings += software_differences(variants)
     flags = _flags(sessions, setup)
     for config, f in flags.items():
@@ -520,6 +513,11 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         n = fixed_decided(setup, logs, candidates, margin)
         return None if n is None else (n, n * per_round)
 
+    processes = sum(len(s.results.runs) for s in sessions)
+    benchmark_s = _benchmark_seconds(sessions)
+    seconds = benchmark_s / processes if benchmark_s and processes else None
+    plan = settle_plan if power else None
+    said = answer(decision, ranking, setup.baseline, plan, seconds, MOST_ROUNDS)
     choice = None
     if has_baseline:
         left_out = {  # leading, but it did not measure everything
@@ -545,6 +543,7 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         aa=aa,
         warnings=warnings,
         decision=decision,
+        answer=said,
         estimates={
             **{(c, OVERALL): e for c, e in estimates.items()},
             **_per_benchmark(setup, logs, margins),
@@ -553,10 +552,9 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
         tiers=tier_list,
         out=claims,
         resolution=achieved,
-        fixed_plan=fixed_plan,
-        settle_plan=settle_plan,
-        processes=sum(len(s.results.runs) for s in sessions),
-        benchmark_s=_benchmark_seconds(sessions),
+        fixed_equivalent=fixed,
+        processes=processes,
+        benchmark_s=benchmark_s,
         looks=looks,
         stop=first.session.stop if len(sessions) == 1 else None,
         replay=replay,
@@ -574,9 +572,12 @@ def analyse_host(sessions: Sequence[Session], margin: float | None = None) -> Ho
     )
 
 
-def analyse(sessions: Sequence[Session], margin: float | None = None) -> list[HostReport]:
-    """One report per machine; a sequential session is reported on its own."""
+def analyse(
+    sessions: Sequence[Session], margin: float | None = None, *, power: bool = False
+) -> list[HostReport]:
+    """One report per machine; a sequential session is reported on its own. `margin` and
+    `power` as analyse_host's."""
     groups: dict[tuple[str, str], list[Session]] = defaultdict(list)
     for s in sessions:
         groups[(s.host_key, s.id if s.design.sequential else "")].append(s)
-    return [analyse_host(group, margin) for group in groups.values()]
+    return [analyse_host(group, margin, power=power) for group in groups.values()]

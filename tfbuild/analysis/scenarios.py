@@ -244,12 +244,13 @@ def empty_session(configs: int, design: Design, seed: int) -> Results:
     return add_aa(results)
 
 
-def simulate(scenario: Scenario, seed: int) -> tuple[Results, HostReport]:
-    """One session of the scenario, and its report."""
+def simulate(scenario: Scenario, seed: int, *, power: bool = False) -> tuple[Results, HostReport]:
+    """One session of the scenario, and its report (`power` as analyse_host's: the answer's
+    budget, which scoring an answer does not need)."""
     rng = random.Random(f"{scenario.name}:{seed}")
     results = _Drawn(empty_session(scenario.configs, scenario.design, seed), scenario.truth, rng)
     done = results.run()
-    return done, analyse_host([Session(Path(f"{done.id}.json"), done)])
+    return done, analyse_host([Session(Path(f"{done.id}.json"), done)], power=power)
 
 
 def outcome(scenario: Scenario, seed: int) -> SimulatedAnswer:

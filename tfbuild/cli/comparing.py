@@ -155,7 +155,7 @@ def compare(
         everything=everything,
     )
     sessions = load_sessions(settings.results)
-    reports = analyse(sessions, settings.margin)
+    reports = analyse(sessions, settings.margin, power=True)
     if wheels_url:
         reports = [
             dataclasses.replace(r, choice=published(r.choice, wheels_url)) if r.choice else r

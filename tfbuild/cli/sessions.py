@@ -464,7 +464,7 @@ def run(build_sources: bool, **params: Any) -> None:
             options = dataclasses.replace(options, build_failures=failed)
         path = run_session(plan, options, workspace, reporter, SequentialLooks())
     _require_measurements(load(path), path)
-    reports = analyse(load_sessions([path]))
+    reports = analyse(load_sessions([path]), power=True)
     html_path = path.with_suffix(".html")
     atomic_write_text(html_path, compare_html(reports))
     out = console()

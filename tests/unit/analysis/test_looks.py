@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from support.replay import SEQUENTIAL, false_claims, fixed, pool, replay_session, report
 
 from tfbuild.analysis.estimates import OVERALL, SPLIT
+from tfbuild.analysis.report import analyse_host
+from tfbuild.analysis.sessions import Session
 from tfbuild.results.model import LookEstimate
 
 SESSIONS = 200
@@ -88,7 +91,8 @@ def test_a_fixed_design_of_the_rounds_the_report_names_resolves_half_the_time() 
     runs = pool()
     as_well = named = 0
     for seed in range(SESSIONS):
-        sequential = report(replay_session(4, SEQUENTIAL, 60_000 + seed, runs=runs))
+        done = replay_session(4, SEQUENTIAL, 60_000 + seed, runs=runs)
+        sequential = analyse_host([Session(Path(f"{done.id}.json"), done)], power=True)
         if sequential.fixed_equivalent is None:
             continue
         rounds, processes = sequential.fixed_equivalent

@@ -15,6 +15,7 @@ from support.cli import RESULTS, compare
 from support.synthetic import BASELINE, assert_coherent_tiers, session, write
 
 from tfbuild import stats
+from tfbuild.analysis import report as report_module
 from tfbuild.analysis.estimates import OVERALL
 from tfbuild.analysis.report import HostReport, analyse_host
 from tfbuild.analysis.sessions import Session, load_sessions
@@ -198,7 +199,7 @@ def test_a_real_session_resolved_to_its_target() -> None:
     exactly, the configs put out ran only until their look, and it needed far fewer processes
     than a fixed design resolving the same tier as well."""
     path = GOLDEN / "default-run-epyc.json.gz"
-    report = analyse_host(load_sessions([path]))
+    report = analyse_host(load_sessions([path]), power=True)
     assert report.replay == [] and report.design.sequential
     assert report.stop is not None and report.stop.reason == "resolved"
     assert report.design.resolve is not None and report.resolution <= report.design.resolve
@@ -223,7 +224,7 @@ def test_the_real_default_matrix_session() -> None:
     a fixed design would need, and the baseline stays although it is out of the leading tier
     (what is ahead of it is not shown ahead by more than the margin)."""
     path = GOLDEN / "default-run.json.gz"
-    report = analyse_host(load_sessions([path]))
+    report = analyse_host(load_sessions([path]), power=True)
     assert report.replay == [] and report.design.sequential
     assert report.stop is not None and report.stop.reason == "max_rounds"
     assert_coherent_tiers(report)
@@ -250,6 +251,32 @@ def test_the_real_default_matrix_session() -> None:
     choice = report.choice
     assert choice is not None and choice.config == report.baseline
     assert "nothing is decided at the 6.1% margin yet" in choice.reason
+
+
+def test_only_power_runs_the_planners(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planners (hundreds of simulated sessions each) run when `power` asks for them, and
+    only then: an analysis that wants the answer alone (a replay, a scenario) pays for none.
+    With them the report gains the fixed design and the budget, and nothing else changes."""
+    planned: list[str] = []
+    for name in ("fixed_equivalent", "fixed_decided"):
+        real = getattr(report_module, name)
+
+        def spy(*args: Any, _name: str = name, _real: Any = real, **kwargs: Any) -> Any:
+            planned.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(report_module, name, spy)
+    sessions = load_sessions([GOLDEN / "default-run.json.gz"])
+    plain = analyse_host(sessions)
+    assert planned == []
+    assert plain.fixed_equivalent is None and plain.answer.settle is None
+    powered = analyse_host(sessions, power=True)
+    assert planned == ["fixed_equivalent", "fixed_decided"]
+    assert powered.fixed_equivalent is not None and powered.answer.settle is not None
+    assert powered.answer.lines[:-1] == plain.answer.lines
+    assert powered.answer.lines[-1].startswith("To settle it: about ")
+    unplanned = replace(powered, fixed_equivalent=None, answer=plain.answer)
+    assert repr(unplanned) == repr(plain)
 
 
 def analyse(results: Results) -> HostReport:

@@ -132,7 +132,7 @@ def test_the_rounds_an_inconclusive_answer_names_decide_it_in_about_half_of_the_
     decided = named = 0
     for seed in range(24):
         null = by_name(["null-6"])[0]
-        _, first = simulate(replace(null, design=Design(kind="fixed", rounds=6)), seed)
+        _, first = simulate(replace(null, design=Design(kind="fixed", rounds=6)), seed, power=True)
         plan = first.answer.settle
         if first.answer.decided or plan is None:
             continue
@@ -147,7 +147,7 @@ def test_the_rounds_an_inconclusive_answer_names_decide_it_in_about_half_of_the_
     ahead = by_name(["fixed-2"])[0]
     later = []
     for seed in range(8):
-        _, first = simulate(replace(ahead, design=Design(kind="fixed", rounds=3)), seed)
+        _, first = simulate(replace(ahead, design=Design(kind="fixed", rounds=3)), seed, power=True)
         if not first.answer.decided and first.answer.settle is not None:
             rounds = first.answer.settle[0]
             again = simulate(
