@@ -19,7 +19,8 @@ from tfbuild.config.suite import SUITE_VERSION
 from tfbuild.machine.detect import profile_from_cpuinfo
 from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import HostProfile
-from tfbuild.results.codec import to_json, write_json
+from tfbuild.results.codec import to_json
+from tfbuild.results.documents import write_json
 from tfbuild.results.model import (
     AA_SUFFIX,
     BaselineRecord,

@@ -354,7 +354,7 @@ def parse_host_key(value: str | None) -> str | None:
 def _results_in(folder: Path) -> list[Path]:
     """The results files in a folder; another tfbuild file there (a calibration, which
     `tfbuild calibrate` writes into the results folder) is passed over, with a note."""
-    from tfbuild.results.codec import schema_of
+    from tfbuild.results.documents import schema_of
 
     found = []
     for path in sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")]):

@@ -11,7 +11,8 @@ from typing import Any
 
 from tfbuild.errors import ResultsError
 from tfbuild.records import record
-from tfbuild.results import codec
+from tfbuild.results import codec, documents
+from tfbuild.results.model import SCHEMA as RESULTS_SCHEMA
 from tfbuild.results.model import Results, RunFailure
 
 SCHEMA = "tfbuild.calibration/1"
@@ -89,9 +90,10 @@ def _run(data: Mapping[str, Any]) -> CalibrationRun:
 
 
 def load(path: Path) -> CalibrationResults:
-    document = codec.read_json(path, SCHEMA)
+    document = documents.read_json(path, SCHEMA)
     try:
-        session = codec.from_json({**document, "schema": document["schema"], "runs": []})
+        # tfbuild.calibration/1 holds its session as tfbuild.results/2 writes one
+        session = codec.from_json({**document, "schema": RESULTS_SCHEMA, "runs": []})
         recorded = document["calibration"]
         return CalibrationResults(
             session=session,
@@ -145,5 +147,5 @@ def save(path: Path, calibration: CalibrationResults) -> CalibrationResults:
         },
         "runs": [_run_json(run) for run in calibration.runs],
     }
-    codec.write_json(path, document)
+    documents.write_json(path, document)
     return replace(calibration, session=stamped)

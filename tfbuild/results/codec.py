@@ -9,8 +9,6 @@ finished measurement. Unknown keys are ignored on reading.
 from __future__ import annotations
 
 import datetime as dt
-import gzip
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
@@ -20,12 +18,13 @@ from typing import Any, TypeVar
 
 from tfbuild.config.model import INHERIT_PIP, PipSettings
 from tfbuild.errors import ResultsError
-from tfbuild.files import atomic_writer
 from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import profile_from_json
 from tfbuild.records import record
+from tfbuild.results.documents import read_json, write_json
 from tfbuild.results.model import (
     READABLE,
+    SCHEMA,
     BaselineRecord,
     BenchmarkResult,
     ConfigEntry,
@@ -47,6 +46,7 @@ from tfbuild.results.model import (
     Workload,
     known_rules,
 )
+from tfbuild.store import Manifest
 
 T = TypeVar("T")
 
@@ -60,68 +60,6 @@ def now() -> str:
 
 # --------------------------------------------------------------------------------------------
 # Reading
-
-
-def _document(path: Path) -> Any:
-    """A JSON file's content (gzip-compressed when the name ends in .gz)."""
-    try:
-        raw = path.read_bytes()
-        if path.suffix == ".gz":
-            raw = gzip.decompress(raw)
-        return json.loads(raw.decode("utf-8"))
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot read ({exc.strerror})") from exc
-    except (ValueError, EOFError, gzip.BadGzipFile) as exc:
-        raise ResultsError(f"{path}: not a JSON results file ({exc})") from exc
-
-
-def read_json(path: Path, *schemas: str) -> dict[str, Any]:
-    """A JSON document (gzip-compressed when the name ends in .gz) with one of these schemas,
-    or a ResultsError naming what is wrong."""
-    document = _document(path)
-    if not isinstance(document, dict) or document.get("schema") not in schemas:
-        expected = " or ".join(repr(s) for s in schemas)
-        if any(s.startswith("tfbuild.results/") for s in schemas):
-            expected += " (what `tfbuild bench` and `tfbuild run` write)"
-        raise ResultsError(f"{path}: {what_it_is(document)}; expected a file of schema {expected}")
-    return document
-
-
-def schema_of(path: Path) -> str | None:
-    """The schema a JSON file names; None when it names none or cannot be read."""
-    try:
-        document = _document(path)
-    except ResultsError:
-        return None
-    schema = document.get("schema") if isinstance(document, dict) else None
-    return schema if isinstance(schema, str) else None
-
-
-def what_it_is(document: Any) -> str:
-    """What a JSON document that is not the one asked for seems to be, in a person's words."""
-    if not isinstance(document, dict):
-        return f"not a tfbuild file (a JSON {type(document).__name__}, not an object)"
-    schema = document.get("schema")
-    if isinstance(schema, str) and schema.startswith("tfbuild.calibration/"):
-        return f"a calibration file ({schema}: `tfbuild calibrate --report FILE` reads it)"
-    if isinstance(schema, str) and schema.startswith("tfbuild.compare/"):
-        return f"the output of `tfbuild compare --format json` ({schema}), not a session's results"
-    if isinstance(schema, str) and schema.startswith("tfbuild.results/"):
-        return f"results of another tfbuild version ({schema})"
-    if isinstance(schema, str) and schema.startswith("tfbuild."):
-        return f"another tfbuild document ({schema})"
-    if "benchmarks" in document and "metadata" in document:
-        return "not a tfbuild file: it looks like pyperf's JSON"
-    results = document.get("results")
-    if (
-        isinstance(results, list)
-        and results
-        and isinstance(results[0], dict)
-        and ("command" in results[0])
-    ):
-        return "not a tfbuild file: it looks like hyperfine's --export-json"
-    keys = ", ".join(sorted(str(k) for k in document)[:5])
-    return f'not a tfbuild file (no "schema" key; its keys: {keys or "none"})'
 
 
 def load(path: Path) -> Results:
@@ -264,17 +202,18 @@ def _session(data: Mapping[str, Any]) -> SessionInfo:
     )
 
 
-def _suite(data: Mapping[str, Any]) -> SuiteRecord:
+def _suite(data: Mapping[str, Any], version: int) -> SuiteRecord:
     benchmarks = tuple(data["benchmarks"])
-    samples = data["samples"]
-    if isinstance(samples, int):  # schema version 1: one count for every benchmark
-        samples = {b: samples for b in benchmarks}
+    if version == 1:
+        samples, warmup = {b: int(data["samples"]) for b in benchmarks}, data.get("warmup")
+    else:
+        samples, warmup = dict(data["samples"]), data.get("warmup_steps")
     return SuiteRecord(
         version=int(data["version"]),
         benchmarks=benchmarks,
-        warmup_steps=data.get("warmup_steps", data.get("warmup")),
+        warmup_steps=warmup,
         iterations=dict(data["iterations"]),
-        samples=dict(samples),
+        samples=samples,
         units=dict(data["units"]),
         workload=Workload.from_json(data["workload"]) if data.get("workload") else None,
     )
@@ -322,12 +261,11 @@ def _config(data: Mapping[str, Any]) -> ConfigEntry:
 
 
 def _variant(data: Mapping[str, Any]) -> VariantRecord:
-    manifest = data.get("manifest")
     artifact = data.get("artifact")
     return VariantRecord(
         definition=dict(data["definition"]),
         status=data["status"],
-        manifest=manifest,
+        manifest=_opt(data.get("manifest"), Manifest.from_json),
         artifact=WheelRecord(
             variant_id=artifact["variant_id"],
             wheel=str(artifact["wheel"]),
@@ -378,7 +316,11 @@ def _each(where: str, items: Any, read: Callable[[Any], T]) -> tuple[T, ...]:
 
 
 def from_json(document: Mapping[str, Any]) -> Results:
-    """The records of a checked results document (see `check`)."""
+    """The records of a checked results document (see `check`), read as its schema version
+    wrote it: version 1 (suite v1, fixed rounds) gave one sample count for every benchmark and
+    called the warm-up steps `warmup`; version 2 gives the count per benchmark, `warmup_steps`,
+    and adds sequential designs, looks, eliminations and workloads."""
+    version = int(str(document["schema"]).rpartition("/")[2])
     variants = document.get("variants")
     looks = document.get("looks")
     order = document.get("order")
@@ -386,7 +328,7 @@ def from_json(document: Mapping[str, Any]) -> Results:
         schema=document["schema"],
         session=_at("session", lambda: _session(document["session"])),
         host=_at("host", lambda: profile_from_json(document["host"])),
-        suite=_at("suite", lambda: _suite(document["suite"])),
+        suite=_at("suite", lambda: _suite(document["suite"], version)),
         baseline=_at("baseline", lambda: record(BaselineRecord, document["baseline"])),
         variants=(
             {n: _at(f"variants.{n}", partial(_variant, v)) for n, v in variants.items()}
@@ -522,7 +464,7 @@ def _wheel_json(w: WheelRecord) -> dict[str, Any]:
 def _variant_json(v: VariantRecord) -> dict[str, Any]:
     data: dict[str, Any] = {"definition": dict(v.definition), "status": v.status}
     for key, value in (
-        ("manifest", v.manifest),
+        ("manifest", v.manifest.to_json() if v.manifest else None),
         ("artifact", _wheel_json(v.artifact) if v.artifact else None),
         ("runtime", v.runtime),
         ("smoke", v.smoke),
@@ -551,9 +493,10 @@ def look_json(look: Look) -> dict[str, Any]:
 
 
 def to_json(results: Results) -> dict[str, Any]:
-    """The JSON form of a session (the inverse of from_json)."""
+    """The JSON form of a session (the inverse of from_json), in the current schema version:
+    a session read from an older version is written as the current one."""
     document: dict[str, Any] = {
-        "schema": results.schema,
+        "schema": SCHEMA,
         "session": _session_json(results.session),
         "host": results.host.to_json(),
         "suite": {
@@ -591,10 +534,3 @@ def save(path: Path, results: Results) -> Results:
     stamped = replace(results, session=replace(results.session, updated_at=now()))
     write_json(path, to_json(stamped))
     return stamped
-
-
-def write_json(path: Path, document: Mapping[str, Any]) -> None:
-    """A JSON document written atomically, gzip-compressed when the name ends in .gz."""
-    data = (json.dumps(document, indent=2) + "\n").encode("utf-8")
-    with atomic_writer(path, "wb") as out:
-        out.write(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)

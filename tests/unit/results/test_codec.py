@@ -69,3 +69,35 @@ def test_not_a_results_file(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"schema": "tfbuild.host/1"}))
     proc = compare(str(bad))
     assert proc.returncode == 9 and "expected a file of schema 'tfbuild.results/2'" in proc.stderr
+
+
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "results"
+
+
+def test_each_schema_version_is_read_as_that_version_wrote_it(tmp_path: Path) -> None:
+    """Version 1 gave one sample count for the whole suite and called the warm-up `warmup`;
+    version 2 counts per benchmark. A file is read by the version it names, not by the
+    shape of its data: a version-2 file with version 1's suite is refused by its place."""
+    from tfbuild.errors import ResultsError
+    from tfbuild.results.codec import to_json
+    from tfbuild.results.model import SCHEMA
+
+    old_path = FIXTURES / "session-default-quick.json"
+    recorded = json.loads(old_path.read_text())
+    assert recorded["schema"] == "tfbuild.results/1" and isinstance(
+        recorded["suite"]["samples"], int
+    )
+    old = load(old_path)
+    assert old.suite.samples == {
+        b: recorded["suite"]["samples"] for b in recorded["suite"]["benchmarks"]
+    }
+    assert old.suite.warmup_steps == recorded["suite"]["warmup"]
+    # written again, it is a version-2 file, and it reads back the same
+    again = tmp_path / "again.json"
+    again.write_text(json.dumps(to_json(old)))
+    assert json.loads(again.read_text())["schema"] == SCHEMA
+    assert load(again).suite == old.suite and load(again).runs == old.runs
+    mislabelled = tmp_path / "mislabelled.json"
+    mislabelled.write_text(json.dumps({**recorded, "schema": SCHEMA}))
+    with pytest.raises(ResultsError, match=r"mislabelled\.json: suite: "):
+        load(mislabelled)
