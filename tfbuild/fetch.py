@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from pathlib import Path
-from typing import Any
 
 from packaging.requirements import Requirement
 
@@ -15,7 +14,7 @@ from tfbuild import __version__, pip
 from tfbuild.config.model import PipSettings, Variant
 from tfbuild.errors import InstallError, NotBuiltError
 from tfbuild.files import locked, sha256_of
-from tfbuild.store import Artifact, WheelStore
+from tfbuild.store import Artifact, Manifest, WheelStore
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -24,24 +23,14 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _artifact(variant: Variant, wheel: Path, manifest: dict[str, Any]) -> Artifact:
+def _artifact(variant: Variant, wheel: Path, manifest: Manifest) -> Artifact:
     if variant.source == "pypi" and variant.requirement is not None:
         # the wheel is installed from the store: the requirement's extras go with it
         extras = tuple(sorted(Requirement(variant.requirement).extras))
     else:
         extras = ("and-cuda",) if variant.source == "bazel" and variant.cuda is not None else ()
-    return Artifact(variant.id, wheel, manifest["sha256"], variant.constraints, manifest, extras)
-
-
-def _stored(store: WheelStore, variant: Variant) -> tuple[Path, dict[str, Any]] | None:
-    """The stored wheel and manifest, if both are present and the wheel's sha256 still matches."""
-    manifest = store.read_manifest(variant.id)
-    if manifest is None or "wheel" not in manifest:
-        return None
-    wheel = store.folder(variant.id) / manifest["wheel"]
-    if not wheel.is_file() or sha256_of(wheel) != manifest.get("sha256"):
-        return None
-    return wheel, manifest
+    assert manifest.sha256 is not None  # a stored manifest's wheel was checked against it
+    return Artifact(variant.id, wheel, manifest.sha256, variant.constraints, manifest, extras)
 
 
 def fetch(
@@ -53,7 +42,7 @@ def fetch(
     reused from the store until --refresh; an unpinned requirement then picks up a new release.
     """
     if variant.source == "bazel":
-        stored = _stored(store, variant)
+        stored = store.stored(variant.id)
         if stored is None:
             raise NotBuiltError(
                 f"variant {variant.name!r} is built from source and has no wheel in "
@@ -77,39 +66,39 @@ def _fetch_from_index(
     variant: Variant, store: WheelStore, settings: PipSettings, refresh: bool
 ) -> tuple[Artifact, bool]:
     assert variant.requirement is not None
-    stored = _stored(store, variant)
+    stored = store.stored(variant.id)
     if (
         stored
         and not refresh
-        and stored[1].get("requirement") == variant.requirement
-        and stored[1].get("python") == PYTHON
+        and stored[1].requirement == variant.requirement
+        and stored[1].python == PYTHON
     ):
         return _artifact(variant, *stored), False
     resolved = pip.resolve(variant.requirement, settings)
-    if stored and stored[1].get("sha256") == resolved.sha256 and resolved.sha256:
+    if stored and stored[1].sha256 == resolved.sha256 and resolved.sha256:
         return _artifact(variant, *stored), False
     folder = store.folder(variant.id)
     wheel = pip.download(resolved, folder, settings)
     for old in folder.glob("*.whl"):
         if old != wheel:
             old.unlink()
-    manifest = {
-        "variant": variant.definition(),
-        "source": "pypi",
-        "requirement": variant.requirement,
-        "constraints": list(variant.constraints),
-        "name": resolved.name,
-        "version": resolved.version,
-        "wheel": wheel.name,
-        "sha256": sha256_of(wheel),
-        "index_url": resolved.url,
-        "tags": pip.wheel_tags(wheel.name),
-        "python": PYTHON,
-        "fetched_at": _now(),
-        "tfbuild_version": __version__,
-    }
+    manifest = Manifest(
+        variant=variant.definition(),
+        source="pypi",
+        requirement=variant.requirement,
+        constraints=variant.constraints,
+        name=resolved.name,
+        version=resolved.version,
+        wheel=wheel.name,
+        sha256=sha256_of(wheel),
+        index_url=resolved.url,
+        tags=tuple(pip.wheel_tags(wheel.name)),
+        python=PYTHON,
+        fetched_at=_now(),
+        tfbuild_version=__version__,
+    )
     store.write_manifest(variant.id, manifest)
-    return _artifact(variant, wheel, store.read_manifest(variant.id) or manifest), True
+    return _artifact(variant, wheel, manifest), True
 
 
 def _local_wheel(variant: Variant, store: WheelStore) -> Artifact:
@@ -124,21 +113,21 @@ def _local_wheel(variant: Variant, store: WheelStore) -> Artifact:
             f"matrix pins {variant.sha256}; the file changed, or the pin is wrong"
         )
     manifest = store.read_manifest(variant.id)
-    if manifest is None or manifest.get("sha256") != digest:
+    if manifest is None or manifest.sha256 != digest:
         from packaging.utils import parse_wheel_filename
 
         name, version, _, _ = parse_wheel_filename(variant.path.name)
-        manifest = {
-            "variant": variant.definition(),
-            "source": "wheel",
-            "path": str(variant.path),
-            "constraints": list(variant.constraints),
-            "name": str(name),
-            "version": str(version),
-            "sha256": digest,
-            "tags": pip.wheel_tags(variant.path.name),
-            "recorded_at": _now(),
-            "tfbuild_version": __version__,
-        }
+        manifest = Manifest(
+            variant=variant.definition(),
+            source="wheel",
+            path=str(variant.path),
+            constraints=variant.constraints,
+            name=str(name),
+            version=str(version),
+            sha256=digest,
+            tags=tuple(pip.wheel_tags(variant.path.name)),
+            recorded_at=_now(),
+            tfbuild_version=__version__,
+        )
         store.write_manifest(variant.id, manifest)
     return Artifact(variant.id, variant.path, digest, variant.constraints, manifest)

@@ -38,7 +38,7 @@ from tfbuild.machine import cpu
 from tfbuild.machine.detect import detect
 from tfbuild.plan.make import make_plan
 from tfbuild.runtime.container import DockerRuntime
-from tfbuild.store import Artifact
+from tfbuild.store import Artifact, Manifest
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -88,9 +88,7 @@ def test_build_exports_labelled_wheel_with_manifests(
     inside = wheelfile.embedded_manifest(wheel)
     assert inside is not None
     beside = {
-        k: v
-        for k, v in manifest.items()
-        if k not in ("schema", "wheel", "sha256", "name", "version", "tags")
+        k: v for k, v in manifest.items() if k not in ("wheel", "sha256", "name", "version", "tags")
     }
     assert inside == beside
     # RECORD is complete and right: every file with its hash
@@ -269,7 +267,7 @@ def test_a_build_watched_on_a_terminal_shows_bazels_progress_with_an_eta(
 def test_runtime_container_runs_wheel_without_network(toy_store: Path) -> None:
     wheel, manifest = stored(toy_store, "avx2-fma")
     runtime = DockerRuntime(
-        Artifact("toy", wheel, str(manifest["sha256"]), (), manifest),
+        Artifact("toy", wheel, str(manifest["sha256"]), (), Manifest.from_json(manifest)),
         settings=PipSettings("inherit", "inherit", "inherit", ()),
         base_image="tfbuild/base:bookworm",
         template_dirs=template_dirs(None),

@@ -16,6 +16,7 @@ from support.cli import plans_made, run_tfbuild, toy_wheel
 from support.env import REPO
 
 from tfbuild.files import sha256_of
+from tfbuild.store import Manifest
 
 WORKFLOW = REPO / ".github" / "workflows" / "tfbuild-nightly.yml"
 BUDGET_S = 45
@@ -239,7 +240,7 @@ def test_run_builds_nothing_unasked_and_takes_what_the_store_has(
     proc = run_tfbuild(*other, "--store", str(store), "--results", str(tmp_path / "r2"))
     said = " ".join(proc.stderr.split())
     manifest = json.loads(next(store.glob("*-avx2-fma/manifest.json")).read_text())
-    expected = estimate("avx2-fma", detect(), manifest)
+    expected = estimate("avx2-fma", detect(), Manifest.from_json(manifest))
     assert expected.basis == "previous build"
     assert f"avx2-fma: {expected.describe()}" in said, said
     built_on = manifest["builder_host"]["topology"]["logical_cpus"]

@@ -76,7 +76,7 @@ def docker_runtime(path: Path, base_image: str, log_dir: Path) -> DockerRuntime:
     """The Docker runtime of a local wheel, with this machine's index settings."""
     sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
     return DockerRuntime(
-        Artifact(path.stem, path, sha256, (), {}),
+        Artifact(path.stem, path, sha256, (), None),
         settings=PipSettings("inherit", "inherit", "inherit", ()),
         base_image=base_image,
         template_dirs=template_dirs(None),
@@ -112,7 +112,7 @@ def test_index_credentials_never_reach_the_runtime_image(
     wheel = pure_wheel(tmp_path, "tfbuild_needs_private", "1.0", ["tfbuild-private-dep"])
     sha256 = hashlib.sha256(wheel.read_bytes()).hexdigest()
     runtime = DockerRuntime(
-        Artifact("private", wheel, sha256, (), {}),
+        Artifact("private", wheel, sha256, (), None),
         settings=PipSettings(url, (), "none", (host,)),
         base_image=base_image,
         template_dirs=template_dirs(None),
@@ -189,9 +189,9 @@ def test_a_cuda_build_asks_the_engine_for_every_gpu(base_image: str, tmp_path: P
         return made
 
     config = {"benchmarks": ["matmul-pinned"]}
-    cpu = runtime(Artifact("cpu", probe, digest, (), {})).run(config, {}, None, timeout=60)
+    cpu = runtime(Artifact("cpu", probe, digest, (), None)).run(config, {}, None, timeout=60)
     assert cpu.returncode != 0 and cpu.result is None, cpu
-    gpu = runtime(Artifact("gpu", probe, digest, (), {}, ("and-cuda",)))
+    gpu = runtime(Artifact("gpu", probe, digest, (), None, ("and-cuda",)))
     with pytest.raises(docker.errors.APIError, match="could not select device driver"):
         gpu.run(config, {}, None, timeout=60)
 

@@ -83,7 +83,7 @@ class ReplayRuntime(RuntimeEnv):
         effect: float,
         clock: SimClock,
     ) -> None:
-        super().__init__(Artifact("replay", Path("replay.whl"), "0" * 64, (), {}))
+        super().__init__(Artifact("replay", Path("replay.whl"), "0" * 64, (), None))
         self.runs, self.rng, self.effect, self.clock = runs, rng, effect, clock
 
     def prepare(self) -> bool:

@@ -12,6 +12,7 @@ import zipfile
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +20,21 @@ from packaging.utils import parse_wheel_filename
 
 from tfbuild import wheelfile
 from tfbuild.audit import cuobjdump, isa
+from tfbuild.audit.model import (
+    AuditReport,
+    CudaListing,
+    CudaSummary,
+    ExtensionUse,
+    Needs,
+    ObjectFindings,
+    Unreadable,
+    WheelMetadata,
+)
 from tfbuild.audit.verdict import version_key
 from tfbuild.config.model import INHERIT_PIP, PipSettings
 from tfbuild.errors import BadWheel
 from tfbuild.files import atomic_write_json, locked, sha256_of
-
-SCHEMA = "tfbuild.inspect/1"
-
+from tfbuild.store import Manifest
 
 EXPLANATION = (
     "Baseline = the extensions a CPU must have to load and use the wheel. An extension counts "
@@ -51,7 +60,7 @@ def inspect_wheel(
     workers: int | None = None,
     pip_settings: PipSettings = INHERIT_PIP,
     progress: isa.Progress | None = None,
-) -> dict[str, Any]:
+) -> AuditReport:
     """The audit report of a wheel, from the cache when this wheel was audited before.
 
     Device code is listed with cuobjdump, installed into `cache_dir` with `pip_settings` when
@@ -76,18 +85,19 @@ def _audit(
     workers: int | None,
     device_code: cuobjdump.DeviceCode,
     progress: isa.Progress | None = None,
-) -> dict[str, Any]:
+) -> AuditReport:
     if cached is not None and not refresh:
         report = _cached_report(cached, digest)
         if report is not None:
-            if _relist_device_code(report, wheel, device_code):
-                atomic_write_json(cached, report)
-            report["cached"] = True
-            return report
+            relisted = _relist_device_code(report, wheel, device_code)
+            if relisted is not None:
+                report = relisted
+                atomic_write_json(cached, report.to_json())
+            return report.as_cached()
     started = time.perf_counter()
     try:
-        manifest = wheelfile.embedded_manifest(wheel)
-        declared = isa.declared_flags(manifest)
+        manifest = Manifest.of_wheel(wheel)
+        declared = isa.declared_flags(manifest.build if manifest is not None else None)
         objects = isa.audit_wheel(wheel, declared, workers, device_code, progress)
     except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
         raise BadWheel(f"{wheel}: damaged wheel archive ({exc})") from exc
@@ -95,41 +105,45 @@ def _audit(
         wheel, digest, manifest, objects, time.perf_counter() - started, device_code.describe()
     )
     if cached is not None:
-        atomic_write_json(cached, report)
-    report["cached"] = False
+        atomic_write_json(cached, report.to_json())
     return report
 
 
 def _relist_device_code(
-    report: dict[str, Any], wheel: Path, device_code: cuobjdump.DeviceCode
-) -> bool:
-    """List the device code a cached report could not list (no cuobjdump then) when cuobjdump
-    can be had now; True when the report changed."""
-    todo = [o for o in report["objects"] if o["cuda"] and not o["cuda"]["checked"]]
-    if not todo or isinstance(device_code.tool, str):
-        return False
+    report: AuditReport, wheel: Path, device_code: cuobjdump.DeviceCode
+) -> AuditReport | None:
+    """The report with the device code a cached report could not list (no cuobjdump then)
+    listed, when cuobjdump can be had now; None when nothing is to be listed."""
+    if isinstance(device_code.tool, str) or not any(
+        o.cuda and not o.cuda.checked for o in report.objects
+    ):
+        return None
+    objects = []
     with (
         zipfile.ZipFile(wheel) as archive,
         tempfile.TemporaryDirectory(prefix="tfbuild-cuda-") as tmp,
     ):
         target = Path(tmp) / "object.so"
-        for o in todo:
-            with archive.open(o["path"]) as source, target.open("wb") as out:
-                shutil.copyfileobj(source, out, 1 << 20)
-            o["cuda"] = device_code(target)
-    listed = [o["cuda"] for o in report["objects"] if o["cuda"]]
-    report["cuda"] = cuda_summary(listed, device_code.describe())
-    return True
+        for o in report.objects:
+            if o.cuda and not o.cuda.checked:
+                with archive.open(o.path) as source, target.open("wb") as out:
+                    shutil.copyfileobj(source, out, 1 << 20)
+                objects.append(replace(o, cuda=CudaListing.from_json(device_code(target))))
+            else:
+                objects.append(o)
+    listed = [o.cuda for o in objects if o.cuda]
+    return replace(
+        report, objects=tuple(objects), cuda=cuda_summary(listed, device_code.describe())
+    )
 
 
-def _cached_report(path: Path, digest: str) -> dict[str, Any] | None:
+def _cached_report(path: Path, digest: str) -> AuditReport | None:
     """A cached report, or None when there is none or it is damaged (then it is redone)."""
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        report = AuditReport.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    ok = isinstance(report, dict) and report.get("sha256") == digest and "baseline" in report
-    return report if ok else None
+    return report if report.sha256 == digest else None
 
 
 def demangle(names: list[str]) -> list[str]:
@@ -166,11 +180,11 @@ def _digest(wheel: Path, cache_dir: Path | None) -> str:
 def build_report(
     wheel: Path,
     digest: str,
-    manifest: dict[str, Any] | None,
+    manifest: Manifest | None,
     objects: Iterable[isa.ObjectAudit],
     seconds: float,
     cuda_tool: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> AuditReport:
     objects = list(objects)
     name, version, _, tags = parse_wheel_filename(wheel.name)
     meta = wheelfile.metadata(wheel)
@@ -180,81 +194,81 @@ def build_report(
             why[flag] += [f"{Path(o.path).name}: {r}" for r in reasons]
     glibc = max((o.glibc for o in objects if o.glibc), default=None, key=version_key)
     glibcxx = max((o.glibcxx for o in objects if o.glibcxx), default=None, key=version_key)
-    cuda = cuda_summary([o.cuda for o in objects if o.cuda], cuda_tool)
-    return {
-        "schema": SCHEMA,
-        "analysis_version": isa.ANALYSIS_VERSION,
-        "wheel": wheel.name,
-        "sha256": digest,
-        "metadata": {
-            "name": str(name),
-            "version": str(version),
-            "tags": sorted(str(t) for t in tags),
-            "requires_dist": meta.get("Requires-Dist", []),
-            "requires_python": next(iter(meta.get("Requires-Python", [])), None),
-        },
-        "manifest": manifest,
-        "unreadable": [{"path": o.path, "error": o.error} for o in objects if o.error],
-        "unchecked": {
-            flag: [
+    findings = tuple(_findings(o) for o in objects if not o.error)
+    return AuditReport(
+        analysis_version=isa.ANALYSIS_VERSION,
+        wheel=wheel.name,
+        sha256=digest,
+        metadata=WheelMetadata(
+            name=str(name),
+            version=str(version),
+            tags=tuple(sorted(str(t) for t in tags)),
+            requires_dist=tuple(meta.get("Requires-Dist", [])),
+            requires_python=next(iter(meta.get("Requires-Python", [])), None),
+        ),
+        manifest=manifest,
+        unreadable=tuple(Unreadable(o.path, o.error) for o in objects if o.error),
+        unchecked={
+            flag: tuple(
                 f"{Path(o.path).name}: {name}"
                 for o in objects
                 for name in o.unchecked.get(flag, [])
-            ]
+            )
             for flag in sorted({f for o in objects for f in o.unchecked})
         },
-        "objects": [
-            {
-                "path": o.path,
-                "functions": o.functions,
-                "entry_points": o.entry_points,
-                "reachable_on_load": o.reachable,
-                "usage": {
-                    flag: {
-                        "instructions": u.instructions,
-                        "functions": u.functions,
-                        "share": u.functions / o.functions if o.functions else 0.0,
-                        "examples": demangle([name for _, name in u.examples]),
-                    }
-                    for flag, u in sorted(o.usage.items())
-                },
-                "baseline": o.baseline,
-                "unchecked": o.unchecked,
-                "glibc": o.glibc,
-                "glibcxx": o.glibcxx,
-                "cuda": o.cuda,
-            }
-            for o in objects
-            if not o.error
-        ],
-        "baseline": {
-            "flags": isa.minimal(why),
-            "all": sorted(why),
-            "why": dict(why),
-            "explanation": EXPLANATION.format(share=isa.PERVASIVE_SHARE),
-        },
-        "glibc": {"floor": glibc, "manylinux": isa.manylinux_tag(glibc), "glibcxx": glibcxx},
-        "cuda": cuda,
-        "seconds": round(seconds, 2),
+        objects=findings,
+        needs=Needs(
+            flags=tuple(isa.minimal(why)),
+            every=tuple(sorted(why)),
+            why={flag: tuple(reasons) for flag, reasons in why.items()},
+            explanation=EXPLANATION.format(share=isa.PERVASIVE_SHARE),
+        ),
+        glibc=glibc,
+        manylinux=isa.manylinux_tag(glibc),
+        glibcxx=glibcxx,
+        cuda=cuda_summary([f.cuda for f in findings if f.cuda], cuda_tool),
+        seconds=round(seconds, 2),
+    )
+
+
+def _findings(o: isa.ObjectAudit) -> ObjectFindings:
+    usage = {
+        flag: ExtensionUse(
+            instructions=u.instructions,
+            functions=u.functions,
+            share=u.functions / o.functions if o.functions else 0.0,
+            examples=tuple(demangle([name for _, name in u.examples])),
+        )
+        for flag, u in sorted(o.usage.items())
     }
+    return ObjectFindings(
+        path=o.path,
+        functions=o.functions,
+        entry_points=o.entry_points,
+        reachable_on_load=o.reachable,
+        usage=usage,
+        baseline={flag: tuple(why) for flag, why in o.baseline.items()},
+        unchecked={flag: tuple(why) for flag, why in o.unchecked.items()},
+        glibc=o.glibc,
+        glibcxx=o.glibcxx,
+        cuda=CudaListing.from_json(o.cuda) if o.cuda else None,
+    )
 
 
-def cuda_summary(
-    listed: list[dict[str, Any]], tool: dict[str, Any] | None
-) -> dict[str, Any] | None:
+def cuda_summary(listed: list[CudaListing], tool: dict[str, Any] | None) -> CudaSummary | None:
     """Every object's device code together: the union of its architectures, the cuobjdump that
     listed them and, when some object could not be listed, why."""
     if not listed:
         return None
-    notes = [c["note"] for c in listed if c.get("note")]
-    return {
-        "objects": len(listed),
-        "checked": all(c["checked"] for c in listed),
-        "sass": sorted({a for c in listed for a in c["sass"]}, key=cuobjdump.arch_key),
-        "ptx": sorted({a for c in listed for a in c["ptx"]}, key=cuobjdump.arch_key),
-        "tool": tool,
-        "note": notes[0] if notes else None,
-    }
+    notes = [c.note for c in listed if c.note]
+    return CudaSummary(
+        objects=len(listed),
+        checked=all(c.checked for c in listed),
+        sass=tuple(sorted({a for c in listed for a in c.sass}, key=cuobjdump.arch_key)),
+        ptx=tuple(sorted({a for c in listed for a in c.ptx}, key=cuobjdump.arch_key)),
+        tool=tool,
+        note=notes[0] if notes else None,
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ import numpy as np
 from tfbuild.audit.elf import ELF_MAGIC, FATBIN_SECTIONS, Elf, Functions, OtherMachine
 from tfbuild.config.tensorflow import floor_flags
 from tfbuild.machine import cpu
+from tfbuild.store import SourceBuild
 
 ANALYSIS_VERSION = 4
 PERVASIVE_SHARE = 0.05
@@ -512,17 +513,17 @@ def audit_wheel(
     return audits
 
 
-def declared_flags(manifest: dict[str, Any] | None) -> dict[str, str]:
-    """Extensions a tfbuild-built wheel was compiled for, each with where the manifest says so:
+def declared_flags(build: SourceBuild | None) -> dict[str, str]:
+    """Extensions a tfbuild-built wheel was compiled for, each with where its manifest says so:
     its copts (-mavx2, or an -march=), or the release's own floor when it was built with
     --config=avx_linux (AVX, and F16C from 2.21)."""
-    if not manifest:
+    if build is None:
         return {}
     by_copt = {flag.copt: name for name, flag in cpu.tf_flag_table().items()}
-    copts = [str(c) for c in manifest.get("copts") or []]
+    copts = build.copts
     why: dict[str, str] = {}
-    if "avx_linux" in (manifest.get("configs") or []):
-        release = str(manifest.get("tensorflow") or "")
+    if "avx_linux" in build.configs:
+        release = build.tensorflow or ""
         for flag in cpu.cpuinfo_flags_for(set(floor_flags(release))):
             why[flag] = f"TensorFlow {release}'s floor, --config=avx_linux in the manifest"
     for flag in cpu.cpuinfo_flags_for({by_copt[c] for c in copts if c in by_copt}):

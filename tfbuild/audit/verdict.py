@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tfbuild.audit import cuobjdump, isa
+from tfbuild.audit.model import AuditReport, CudaSummary
 from tfbuild.errors import IncompatibleWheel, UsageError
 from tfbuild.machine import cpu
 from tfbuild.machine.gpu import runs_on
@@ -114,22 +115,22 @@ class WheelVerdict:
         return [self.cpu, f"glibc: {self.glibc}", f"CUDA: {self.cuda}"]
 
 
-def required_flags(report: dict[str, Any]) -> set[str]:
+def required_flags(report: AuditReport) -> set[str]:
     """Every extension a CPU must have for the wheel: its baseline and what each baseline
     extension implies (AVX brings SSE4.2 and POPCNT), as `tfbuild matrix` counts them."""
     table = {flag.cpuinfo: name for name, flag in cpu.tf_flag_table().items()}
-    needed = set(report["baseline"]["all"])
-    for flag in report["baseline"]["flags"]:
+    needed = set(report.needs.every)
+    for flag in report.needs.flags:
         if flag in table:
             needed |= cpu.cpuinfo_flags_for([table[flag]])
     return needed
 
 
-def verdict(report: dict[str, Any], target: Target) -> WheelVerdict:
+def verdict(report: AuditReport, target: Target) -> WheelVerdict:
     needed = required_flags(report)
     missing = cpu.missing_flags(needed, target.flags)
     top = cpu.highest_extension(target.flags)
-    required = ", ".join(cpu.display_name(f) for f in report["baseline"]["flags"]) or "x86-64"
+    required = ", ".join(cpu.display_name(f) for f in report.needs.flags) or "x86-64"
     runs: bool | None = True
     blockers: list[str] = []
     if missing:
@@ -138,9 +139,9 @@ def verdict(report: dict[str, Any], target: Target) -> WheelVerdict:
         cpu_line = f"will crash here: needs {names}; this CPU has up to {top}"
         runs = False
         blockers.append(cpu_line)
-    elif unchecked := cpu.missing_flags(set(report.get("unchecked") or {}), target.flags):
+    elif unchecked := cpu.missing_flags(set(report.unchecked), target.flags):
         names = ", ".join(cpu.display_name(f) for f in isa.minimal(unchecked))
-        where = report["unchecked"][sorted(unchecked)[0]][0]
+        where = report.unchecked[sorted(unchecked)[0]][0]
         cpu_line = (
             f"unproven: code that runs on load takes the address of code using {names} "
             f"({where}) and the object has no CPU check, so it may call it at once; the rest "
@@ -148,28 +149,28 @@ def verdict(report: dict[str, Any], target: Target) -> WheelVerdict:
             "runs the wheel on an emulated CPU"
         )
         runs = None
-    elif unreadable := report.get("unreadable"):
+    elif unreadable := report.unreadable:
         first = unreadable[0]
         cpu_line = (
-            f"unproven: {len(unreadable)} ELF object(s) could not be read ({first['path']}: "
-            f"{first['error']}); the rest needs {required}, {target.label} has up to {top}; "
+            f"unproven: {len(unreadable)} ELF object(s) could not be read ({first.path}: "
+            f"{first.error}); the rest needs {required}, {target.label} has up to {top}; "
             "`tfbuild verify --cpu MODEL` runs the wheel on an emulated CPU"
         )
         runs = None
     else:
         cpu_line = f"runs here: needs {required}; {target.label} has up to {top}"
-    floor = report["glibc"]["floor"]
+    floor = report.glibc
     if floor is None:
         glibc_line = "no versioned glibc symbols needed"
     elif target.glibc is None:
-        glibc_line = f"needs {floor} ({report['glibc']['manylinux']}); not known for {target.label}"
+        glibc_line = f"needs {floor} ({report.manylinux}); not known for {target.label}"
     elif version_key(target.glibc) >= version_key(floor):
         glibc_line = f"needs {floor}, this system has {target.glibc}: ok"
     else:
         glibc_line = f"will fail to load: needs {floor}, this system has {target.glibc}"
         runs = False
         blockers.append(f"glibc {glibc_line}")
-    on_gpus, cuda_line = cuda_verdict(report["cuda"], target.gpus)
+    on_gpus, cuda_line = cuda_verdict(report.cuda, target.gpus)
     if on_gpus is False:
         runs = False
         blockers.append(f"CUDA {cuda_line}")
@@ -178,15 +179,15 @@ def verdict(report: dict[str, Any], target: Target) -> WheelVerdict:
     return WheelVerdict(runs, cpu_line, glibc_line, cuda_line, tuple(blockers))
 
 
-def cuda_verdict(cuda: dict[str, Any] | None, gpus: GpuInfo | None) -> tuple[bool | None, str]:
+def cuda_verdict(cuda: CudaSummary | None, gpus: GpuInfo | None) -> tuple[bool | None, str]:
     """Whether the wheel's device code runs on each GPU: False names the architectures missing,
     None when it cannot be told. A wheel runs on a GPU when it has SASS for the GPU's major at
     or below its minor, or PTX at or below its compute capability (which the driver compiles)."""
     named = [_gpu_label(g) for g in gpus.devices] if gpus else []
     if cuda is None:
         return True, "no device code"
-    if not cuda["checked"]:
-        line = f"device code present; architectures {cuda.get('note') or 'not checked'}"
+    if not cuda.checked:
+        line = f"device code present; architectures {cuda.note or 'not checked'}"
         if named:
             return None, f"{line}; whether it runs on {', '.join(named)} is not known"
         return True, line
@@ -206,8 +207,8 @@ def cuda_verdict(cuda: dict[str, Any] | None, gpus: GpuInfo | None) -> tuple[boo
     return None, f"{'; '.join(unknown)}; the wheel has {built}"
 
 
-def _built_for(cuda: dict[str, Any]) -> str:
-    sass, ptx = ", ".join(cuda["sass"]) or "none", ", ".join(cuda["ptx"]) or "none"
+def _built_for(cuda: CudaSummary) -> str:
+    sass, ptx = ", ".join(cuda.sass) or "none", ", ".join(cuda.ptx) or "none"
     return f"SASS {sass} and PTX {ptx}"
 
 
@@ -217,17 +218,17 @@ def _gpu_label(gpu: Gpu) -> str:
     return f"{gpu.name} ({gpu.compute_capability})"
 
 
-def _on_gpu(cuda: dict[str, Any], gpu: Gpu) -> tuple[bool | None, str]:
+def _on_gpu(cuda: CudaSummary, gpu: Gpu) -> tuple[bool | None, str]:
     label, cap = _gpu_label(gpu), gpu.compute_capability
     if cap is None:
         return (
             None,
             f"{label}: the driver does not report its compute capability (nvidia-smi < 510)",
         )
-    sass = [a for a in cuda["sass"] if runs_on(a, cap)]
+    sass = [a for a in cuda.sass if runs_on(a, cap)]
     if sass:
         return True, f"{label} (SASS {max(sass, key=cuobjdump.arch_key)})"
-    ptx = [a for a in cuda["ptx"] if runs_on(a, cap)]
+    ptx = [a for a in cuda.ptx if runs_on(a, cap)]
     if ptx:
         best = max(ptx, key=cuobjdump.arch_key)
         return True, f"{label} (PTX {best}, compiled by the driver on first use)"
@@ -238,7 +239,7 @@ def _on_gpu(cuda: dict[str, Any], gpu: Gpu) -> tuple[bool | None, str]:
     )
 
 
-def refuse_if_incompatible(report: dict[str, Any], target: Target, what: str) -> None:
+def refuse_if_incompatible(report: AuditReport, target: Target, what: str) -> None:
     """Stop before anything is installed when the wheel cannot run on the target."""
     result = verdict(report, target)
     if result.runs is False:

@@ -33,6 +33,7 @@ from tfbuild.results.codec import Record
 from tfbuild.results.model import Failure, Results, VariantRecord, WheelRecord
 from tfbuild.runtime.base import RuntimeEnv
 from tfbuild.runtime.make import RuntimeSettings, make_runtime
+from tfbuild.store import Manifest
 
 _STAGE_OF = {NotBuiltError: "fetch", IncompatibleWheel: "inspect", BadWheel: "inspect"}
 
@@ -81,28 +82,29 @@ def prepare(
     return results, runtimes
 
 
-def _check_current(pv: PlannedVariant, manifest: Mapping[str, Any]) -> None:
+def _check_current(pv: PlannedVariant, manifest: Manifest | None) -> None:
     """A stored source build must be what the plan asks for now: the build key recorded when
     it was built (the variant's definition and its compiler flags for the planned machine)
     is the plan's. When it is not, the message says what changed."""
-    if manifest.get("build_key") == pv.build_key:
+    build = manifest.build if manifest is not None else None
+    if build is not None and build.build_key == pv.build_key:
         return
     name = pv.variant.name
     rebuild = f"`tfbuild build --variant {name}`"
-    if not manifest.get("build_key"):
+    if manifest is None or build is None or not build.build_key:
         raise NotBuiltError(
             f"variant {name!r}: its wheel was built by a tfbuild that did not record what the "
             f"plan asked for; run {rebuild} (an unchanged recipe is recorded, not rebuilt)"
         )
-    built, now = manifest.get("variant") or {}, pv.variant.definition()
+    built, now = manifest.variant, pv.variant.definition()
     changed = [
         f"{key} {built.get(key)!r} -> {now.get(key)!r}"
         for key in sorted((set(built) | set(now)) - {"runtime"})
         if built.get(key) != now.get(key)
     ]
-    flags = manifest.get("compiler_flags")
-    if flags is not None and flags != list(pv.compiler_flags):
-        changed.append(f"compiler flags {flags} -> {list(pv.compiler_flags)}")
+    flags = build.compiler_flags
+    if flags is not None and flags != tuple(pv.compiler_flags):
+        changed.append(f"compiler flags {list(flags)} -> {list(pv.compiler_flags)}")
     raise NotBuiltError(
         f"variant {name!r} changed since its wheel was built "
         f"({'; '.join(changed) or 'its build for this machine differs'}); run {rebuild}"

@@ -275,7 +275,7 @@ def _resume(
         runtime = entry.runtime or {}
         if recorded is None or "kind" not in runtime:
             raise ResultsError(f"{path}: variant {name!r} is ready but records no wheel")
-        artifact = recorded.artifact(entry.manifest or {})
+        artifact = recorded.artifact(entry.manifest)
         wheel = artifact.wheel
         if not wheel.is_file() or sha256_of(wheel) != artifact.sha256:
             raise ResultsError(

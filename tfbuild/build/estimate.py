@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from tfbuild.machine.profile import HostProfile
+from tfbuild.store import Manifest
 from tfbuild.text import duration
 
 TF_ACTIONS = 33_563
@@ -119,7 +118,7 @@ def _memory_gib(host: HostProfile) -> float | None:
 def estimate(
     variant: str,
     host: HostProfile,
-    previous: Mapping[str, Any] | None = None,
+    previous: Manifest | None = None,
     remote_executor: bool = False,
     cuda: bool = False,
     remote_cache: bool = False,
@@ -134,11 +133,9 @@ def estimate(
         minutes = TF_ACTIONS / (ACTIONS_PER_CORE_MINUTE * REMOTE_JOBS)
         return BuildEstimate(variant, minutes * 60, "remote executor", REMOTE_JOBS,
                              BAZEL_SERVER_GIB, available, cuda)  # fmt: skip
-    if previous and previous.get("build_seconds"):
-        made_on = previous.get("builder_host") or {}
-        topology = made_on.get("topology") or {}
-        then = topology.get("logical_cpus") or cores
-        seconds = float(previous["build_seconds"]) * then / cores
+    built = previous.build if previous is not None else None
+    if built is not None and built.build_seconds:
+        seconds = built.build_seconds * (built.builder_cpus or cores) / cores
         return BuildEstimate(variant, seconds, "previous build", cores, memory, available, cuda)
     minutes = TF_ACTIONS / (ACTIONS_PER_CORE_MINUTE * cores)
     return BuildEstimate(

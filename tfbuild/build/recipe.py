@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tfbuild.config.model import Defaults, Variant
-from tfbuild.config.tensorflow import source_tag
+from tfbuild.config.tensorflow import Release, bazelisk, source_repository, source_tag, tf_release
 from tfbuild.errors import UsageError
 from tfbuild.machine import cpu
 from tfbuild.machine.profile import HostProfile
@@ -27,7 +26,6 @@ from tfbuild.plan.target import (
     recipe_refusal,
     shown_flags,
 )
-from tfbuild.resources import load_table
 
 CACHE_MOUNT = "/cache"
 SOURCE_DIR = "/src"
@@ -55,14 +53,10 @@ class Source:
 @dataclass(frozen=True)
 class Recipe:
     variant: Variant
-    era: str
-    era_facts: Mapping[str, Any]
+    release: Release
     tensorflow: str
     python: str
     bazel_version: str
-    bazelisk: Mapping[str, str]
-    compiler: str
-    compiler_facts: Mapping[str, Any]
     base_image: str
     source: Source
     configs: tuple[str, ...]
@@ -77,12 +71,20 @@ class Recipe:
     notes: tuple[str, ...] = field(default=())
 
     @property
+    def era(self) -> str:
+        return self.release.era.name
+
+    @property
+    def compiler(self) -> str:
+        return self.release.compiler.name
+
+    @property
     def needs_compiler(self) -> bool:
-        return bool(self.era_facts["configure"] or self.era_facts["local_cc"])
+        return self.release.era.configure or self.release.era.local_cc
 
     @property
     def target(self) -> str:
-        return str(self.era_facts["target"])
+        return self.release.era.target
 
     @property
     def bazel_command(self) -> list[str]:
@@ -93,13 +95,13 @@ class Recipe:
         return {
             "variant": self.variant.definition(),
             "era": self.era,
-            "era_facts": dict(self.era_facts),
+            "era_facts": dict(self.release.era.table),
             "tensorflow": self.tensorflow,
             "python": self.python,
             "bazel_version": self.bazel_version,
-            "bazelisk": dict(self.bazelisk),
+            "bazelisk": dict(bazelisk()),
             "compiler": self.compiler,
-            "compiler_facts": dict(self.compiler_facts),
+            "compiler_facts": dict(self.release.compiler.table),
             "needs_compiler": self.needs_compiler,
             "base_image": self.base_image,
             "source": {**asdict(self.source), "path": str(self.source.path or "")},
@@ -178,23 +180,22 @@ def make_recipe(
     variant = planned.variant
     if variant.source != "bazel" or variant.tensorflow is None:
         raise UsageError(f"variant {variant.name!r} is not built from source")
-    table = load_table("tensorflow")
     minor = variant.tf_minor or ""
-    release = table["releases"][minor]
-    era = release["era"]
-    facts = table["eras"][era]
-    compiler = release["compiler"]
+    release = tf_release(minor)
+    if release is None:
+        raise UsageError(f"variant {variant.name!r}: no build recipe for TensorFlow {minor}")
+    facts, compiler = release.era, release.compiler
     if (refusal := recipe_refusal(variant)) is not None:
         raise UsageError(refusal)
     notes: list[str] = []
-    if release.get("verify"):
+    if release.verify:
         notes.append(
             f"TensorFlow {minor} facts are not confirmed from a release tag; the build preflight "
             "checks .bazelversion and .bazelrc before bazel starts"
         )
 
     flags = list(planned.compiler_flags)
-    warnings = tuple(facts["warning_copts"])
+    warnings = facts.warning_copts
     copts = (*flags, *warnings)
     required = planned.required_flags or frozenset()
     missing = cpu.missing_flags(required, host.cpu.flags)
@@ -230,14 +231,14 @@ def make_recipe(
             "below that floor"
         )
     configs = list(variant.configs)
-    floor = facts["floor_configs"] if plain_cpu(variant) else []
-    for extra in [*facts["extra_configs"], *floor]:
+    floor_configs = facts.floor_configs if plain_cpu(variant) else ()
+    for extra in [*facts.extra_configs, *floor_configs]:
         if extra not in configs:
             configs.append(extra)
     cuda = variant.cuda
     if cuda is not None and not any(c.startswith("cuda") for c in configs):
-        configs += list(facts["cuda_configs"])
-    elif cuda is not None and "cuda_wheel" in facts["cuda_configs"] and "cuda_wheel" not in configs:
+        configs += list(facts.cuda_configs)
+    elif cuda is not None and "cuda_wheel" in facts.cuda_configs and "cuda_wheel" not in configs:
         configs.append("cuda_wheel")
 
     wheel_name = "tensorflow" if cuda else "tensorflow_cpu"
@@ -245,21 +246,21 @@ def make_recipe(
     args += [f"--copt={f}" for f in copts]
     args += [f"--host_copt={f}" for f in host_copts]
     # Old trees ignore repo_env names they do not know, so every name of the era is passed.
-    args += [f"--repo_env={name}={variant.python}" for name in facts["python_env"]]
-    if not facts["script"]:
+    args += [f"--repo_env={name}={variant.python}" for name in facts.python_env]
+    if not facts.script:
         args.append(f"--repo_env=WHEEL_NAME={wheel_name}")
-    cc = table["compilers"][compiler]["cc"]
-    if facts["local_cc"]:
+    cc = compiler.cc
+    if facts.local_cc:
         args += [f"--repo_env=CC={cc}", f"--repo_env=BAZEL_COMPILER={cc}"]
-    repo_env = {**facts["repo_env"], **release.get("repo_env", {})}
+    repo_env = {**facts.repo_env, **release.repo_env}
     args += [f"--repo_env={name}={value}" for name, value in repo_env.items()]
-    if cuda is not None and facts["hermetic_cuda"]:
+    if cuda is not None and facts.hermetic_cuda:
         args += [
             f"--repo_env=HERMETIC_CUDA_VERSION={cuda.version}",
             f"--repo_env=HERMETIC_CUDNN_VERSION={cuda.cudnn}",
             f"--repo_env=HERMETIC_CUDA_COMPUTE_CAPABILITIES={','.join(cuda.compute_capabilities)}",
         ]
-        if "cuda_clang" in configs and facts["local_cc"]:
+        if "cuda_clang" in configs and facts.local_cc:
             # The hermetic C++ toolchain brings its own clang for CUDA; the variable is only
             # read with a local compiler.
             args.append(f"--action_env=CLANG_CUDA_COMPILER_PATH={cc}")
@@ -274,7 +275,7 @@ def make_recipe(
     args += list(bazel.flags)
 
     configure_env: dict[str, str] = {}
-    if facts["configure"]:
+    if facts.configure:
         configure_env = {
             "PYTHON_BIN_PATH": "/usr/bin/python3",
             "USE_DEFAULT_PYTHON_LIB_PATH": "1",
@@ -284,7 +285,8 @@ def make_recipe(
             "CC_OPT_FLAGS": "-Wno-sign-compare",
             "TF_PYTHON_VERSION": variant.python,
         }
-        if compiler.startswith("clang"):
+        assert cc is not None  # an era that runs ./configure has a compiler to give it
+        if compiler.name.startswith("clang"):
             configure_env |= {"TF_NEED_CLANG": "1", "CLANG_COMPILER_PATH": cc}
         else:
             configure_env |= {"TF_NEED_CLANG": "0", "GCC_HOST_COMPILER_PATH": cc}
@@ -292,18 +294,14 @@ def make_recipe(
     source = (
         local_source(tf_source)
         if tf_source is not None
-        else Source(kind="git", url=table["repository"], ref=source_tag(variant.tensorflow))
+        else Source(kind="git", url=source_repository(), ref=source_tag(variant.tensorflow))
     )
     return Recipe(
         variant=variant,
-        era=era,
-        era_facts=facts,
+        release=release,
         tensorflow=variant.tensorflow,
         python=variant.python,
-        bazel_version=release["bazel"],
-        bazelisk=table["bazelisk"],
-        compiler=compiler,
-        compiler_facts=table["compilers"][compiler],
+        bazel_version=release.bazel,
         base_image=defaults.base_images.build,
         source=source,
         configs=tuple(configs),

@@ -4,9 +4,9 @@ matrix.yaml wins over the packaged one, file by file)."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import jinja2
 
@@ -79,5 +79,5 @@ def _raw(template: jinja2.Template) -> str:
     return Path(template.filename).read_text(encoding="utf-8")
 
 
-def render_runtime(dirs: list[Path], context: dict[str, Any]) -> str:
+def render_runtime(dirs: list[Path], context: Mapping[str, object]) -> str:
     return environment(dirs).get_template(RUNTIME_INSTALL).render(context)

@@ -14,7 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from tfbuild.files import digest, sha256_of
 from tfbuild.machine.profile import HostProfile
 from tfbuild.plan.make import Plan, PlannedVariant
 from tfbuild.progress import Reporter
-from tfbuild.store import WheelStore
+from tfbuild.store import Manifest, SourceBuild, WheelStore
 
 LOG_TAIL = 30
 
@@ -75,15 +75,15 @@ def _up_to_date(store: WheelStore, planned: PlannedVariant, key: str) -> Path | 
     """The stored wheel, when it was built from this very recipe (its content key); its
     manifest then records the plan's build key."""
     variant = planned.variant
-    manifest = store.read_manifest(variant.id)
-    if manifest is None or manifest.get("content_key") != key:
+    stored = store.stored(variant.id)
+    if stored is None:
         return None
-    wheel = store.folder(variant.id) / str(manifest.get("wheel", ""))
-    if not (wheel.is_file() and sha256_of(wheel) == manifest.get("sha256")):
+    wheel, manifest = stored
+    if manifest.build is None or manifest.build.content_key != key:
         return None
-    if manifest.get("build_key") != planned.build_key:  # the same recipe, asked for anew
-        manifest = {k: v for k, v in manifest.items() if k != "schema"}
-        store.write_manifest(variant.id, {**manifest, "build_key": planned.build_key})
+    if manifest.build_key != planned.build_key:  # the same recipe, asked for anew
+        build = replace(manifest.build, build_key=planned.build_key)
+        store.write_manifest(variant.id, replace(manifest, build=build))
     return wheel
 
 
@@ -207,34 +207,33 @@ def _run_build(
             if "bazel-version.txt" in files
             else recipe.bazel_version
         )
-        manifest = {
-            "variant": variant.definition(),
-            "source": "bazel",
-            "tensorflow": recipe.tensorflow,
-            "git_ref": recipe.source.ref or recipe.source.revision,
-            "tf_source": recipe.source.describe(),
-            "era": recipe.era,
-            "bazel_version": bazel_version,
-            "bazel_command": command,
-            "configs": list(recipe.configs),
-            "copts": list(recipe.copts),
-            "host_copts": list(recipe.host_copts),
-            "base_image": {"reference": recipe.base_image, **base},
-            "builder_host": host.to_json(),
-            "build_seconds": round(time.monotonic() - started, 1),
-            "tfbuild_version": __version__,
-            "content_key": key,
-            "build_key": planned.build_key,
-            "compiler_flags": list(planned.compiler_flags),
-            "recipe_key": rendered.key,
-            "templates": rendered.sources,
-            "constraints": list(variant.constraints),
-        }
-        labelled = wheelfile.relabel(wheels[0], recipe.local_label, manifest, work)
-        manifest |= {"wheel": labelled.name, "sha256": sha256_of(labelled),
-                     "name": wheelfile.metadata(labelled)["Name"][0],
-                     "version": wheelfile.metadata(labelled)["Version"][0],
-                     "tags": pip.wheel_tags(labelled.name)}  # fmt: skip
+        build = SourceBuild(
+            tensorflow=recipe.tensorflow,
+            git_ref=recipe.source.ref or recipe.source.revision,
+            tf_source=recipe.source.describe(),
+            era=recipe.era,
+            bazel_version=bazel_version,
+            bazel_command=command,
+            configs=tuple(recipe.configs),
+            copts=tuple(recipe.copts),
+            host_copts=tuple(recipe.host_copts),
+            base_image={"reference": recipe.base_image, **base},
+            builder_host=host.to_json(),
+            build_seconds=round(time.monotonic() - started, 1),
+            content_key=key,
+            build_key=planned.build_key,
+            compiler_flags=tuple(planned.compiler_flags),
+            recipe_key=rendered.key,
+            templates=rendered.sources,
+        )
+        manifest = Manifest(variant=variant.definition(), source="bazel", build=build,
+                            constraints=variant.constraints,
+                            tfbuild_version=__version__)  # fmt: skip
+        labelled = wheelfile.relabel(wheels[0], recipe.local_label, manifest.to_json(), work)
+        metadata = wheelfile.metadata(labelled)
+        manifest = replace(manifest, wheel=labelled.name, sha256=sha256_of(labelled),
+                           name=metadata["Name"][0], version=metadata["Version"][0],
+                           tags=tuple(pip.wheel_tags(labelled.name)))  # fmt: skip
         final = folder / labelled.name
         labelled.replace(final)
     for old in folder.glob("*.whl"):
@@ -247,11 +246,8 @@ def _run_build(
 def in_store(store: WheelStore, planned: PlannedVariant) -> bool:
     """Whether the store holds this variant's wheel as the plan asks for it (its build key),
     intact (its sha256)."""
-    manifest = store.read_manifest(planned.variant.id)
-    if manifest is None or manifest.get("build_key") != planned.build_key:
-        return False
-    wheel = store.folder(planned.variant.id) / str(manifest.get("wheel", ""))
-    return wheel.is_file() and sha256_of(wheel) == manifest.get("sha256")
+    stored = store.stored(planned.variant.id)
+    return stored is not None and stored[1].build_key == planned.build_key
 
 
 def estimates(

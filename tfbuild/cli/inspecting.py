@@ -36,18 +36,17 @@ class WheelArgument:
     @classmethod
     def resolve(cls, target: str, matrix_path: Path | None, store_path: Path) -> WheelArgument:
         from tfbuild.fetch import fetch
-        from tfbuild.store import WheelStore
-        from tfbuild.wheelfile import check_wheel, embedded_manifest
+        from tfbuild.store import Manifest, WheelStore
+        from tfbuild.wheelfile import check_wheel
 
         path = Path(target)
         if target.endswith(".whl"):
             if not path.is_file():
                 raise UsageError(f"{target}: no such wheel file")
             check_wheel(path)
-            manifest = embedded_manifest(path) or {}
-            return cls(
-                wheel=path, constraints=tuple(manifest.get("constraints") or ()), pip=INHERIT_PIP
-            )
+            manifest = Manifest.of_wheel(path)
+            constraints = manifest.constraints if manifest is not None else ()
+            return cls(wheel=path, constraints=constraints, pip=INHERIT_PIP)
         matrix = read_matrix(matrix_path)
         if path.is_file() and target not in {n for v in matrix.variants for n in (v.name, v.id)}:
             raise BadWheel(
@@ -184,7 +183,8 @@ def inspect(
         goal = with_gpus(goal, settings.gpus)
     result = verdict(report, goal)
     if settings.as_json:
-        click.echo(json.dumps({**report, "verdict": verdict_json(result, goal)}, indent=2))
+        shown = {**report.to_json(cached=True), "verdict": verdict_json(result, goal)}
+        click.echo(json.dumps(shown, indent=2))
     else:
         console().print(inspect_view(report, result, goal))
     if result.runs is False:
@@ -271,9 +271,8 @@ def verify(
         qemu.check_model(model)
     argument = WheelArgument.resolve(settings.target, settings.matrix, settings.store)
     wheel = argument.wheel
-    artifact = Artifact(
-        wheel.name, wheel, sha256_of(wheel), (*argument.constraints, *settings.constraints), {}
-    )
+    constraints = (*argument.constraints, *settings.constraints)
+    artifact = Artifact(wheel.name, wheel, sha256_of(wheel), constraints, None)
     venv = LocalVenv(artifact, settings.cache_dir, argument.pip)
     venv.prepare()
     packages = top_level(wheel)

@@ -4,7 +4,6 @@ pypi (a requirement) and wheel (a file, optionally pinned by sha256)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +19,11 @@ from tfbuild.config.model import (
     Where,
 )
 from tfbuild.config.tensorflow import (
+    Release,
     accepted_releases,
+    known_configs,
     lacking_config,
     tf_release,
-    version_tuple,
 )
 from tfbuild.config.values import (
     CC_NUMBER_RE,
@@ -54,7 +54,6 @@ from tfbuild.config.yamlread import (
     show,
 )
 from tfbuild.machine import cpu
-from tfbuild.resources import load_table
 
 _COMMON_VARIANT_KEYS = ["name", "id", "source", "python", "tensorflow", "runtime"]
 
@@ -244,8 +243,8 @@ def _read_bazel_variant(
             f"expected {accepted_releases()})",
         )
     else:
-        low, high = release["python"]
-        if not version_tuple(low) <= version_tuple(python) <= version_tuple(high):
+        low, high = release.python
+        if not release.builds_for(python):
             ctx.error(
                 m.get("python") or m.node,
                 f"{m.path('python')}: TensorFlow {tensorflow} does not build for this Python "
@@ -287,7 +286,7 @@ def _read_bazel_variant(
 
 
 def _config(ctx: Ctx, node: yaml.Node, where: str, tensorflow: str) -> str | None:
-    known: Mapping[str, Mapping[str, str]] = load_table("tensorflow")["configs"]
+    known = known_configs()
     value = matched(ctx, node, where, CONFIG_RE, "a bazel --config name like mkl")
     if value is None:
         return None
@@ -301,9 +300,7 @@ def _config(ctx: Ctx, node: yaml.Node, where: str, tensorflow: str) -> str | Non
     return value  # whether the variant's release defines it is the plan's (config_refusal)
 
 
-def _read_cuda(
-    ctx: Ctx, node: yaml.Node, where: str, release: Mapping[str, Any] | None
-) -> Cuda | None:
+def _read_cuda(ctx: Ctx, node: yaml.Node, where: str, release: Release | None) -> Cuda | None:
     m = as_mapping(ctx, node, where)
     if m is None:
         return None
@@ -311,7 +308,7 @@ def _read_cuda(
     versions = {}
     for key in ("version", "cudnn"):
         n = m.get(key)
-        default = str(release[key if key == "cudnn" else "cuda"]) if release else None
+        default = (release.cudnn if key == "cudnn" else release.cuda) if release else None
         versions[key] = (
             matched(ctx, n, m.path(key), CUDA_VERSION_RE, "a version like 12.5.1")
             if n is not None

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tfbuild.config.model import Matrix, Tuning, Variant
+from tfbuild.config.tensorflow import releases, tf_release
 from tfbuild.config.values import KNOWN_ENV, XLA_AUTO_FLAGS
 from tfbuild.files import digest
 from tfbuild.machine import cpu
@@ -28,7 +29,6 @@ from tfbuild.plan.target import (
     shown_flags,
     toolchain_refusal,
 )
-from tfbuild.resources import load_table
 
 PLAN_SCHEMA = "tfbuild.plan/1"
 
@@ -242,23 +242,18 @@ def verdict(
         ok, why = cuda_verdict(variant.cuda, host.gpus)
         if ok is not True and why:
             fail(why, ok)
-    releases = load_table("tensorflow")["releases"]
-    release = releases.get(variant.tf_minor or "")
+    known = releases()
+    release = tf_release(variant.tf_minor or "")
     if release is None and variant.source == "pypi" and variant.tensorflow:
         fail(
             f"TensorFlow {variant.tensorflow} is no release tfbuild has facts for (it knows "
-            f"{min(releases, key=_minor)}.x to {max(releases, key=_minor)}.x): whether the "
+            f"{known[0].minor}.x to {known[-1].minor}.x): whether the "
             "package index has it is known when it is fetched (`tfbuild fetch`)",
             None,
         )
     if release is not None:
-        low, high = release["python"]
-        py = tuple(int(p) for p in variant.python.split("."))
-        if (
-            not tuple(int(p) for p in low.split("."))
-            <= py
-            <= tuple(int(p) for p in high.split("."))
-        ):
+        low, high = release.python
+        if not release.builds_for(variant.python):
             fail(
                 f"TensorFlow {variant.tf_minor} has no wheels for Python {variant.python} "
                 f"(supports {low} to {high})"
@@ -273,16 +268,12 @@ def verdict(
         reasons.append(f"{names} added: TensorFlow {variant.tf_minor}'s own wheels have {them}")
     if (doubt := config_doubt(variant)) is not None:
         reasons.append(doubt)
-    if variant.source == "bazel" and release is not None and release.get("verify"):
+    if variant.source == "bazel" and release is not None and release.verify:
         reasons.append(
             f"TensorFlow {variant.tf_minor}'s build facts are not confirmed from a release tag: "
             "the build reads the tree's .bazelversion and .bazelrc before bazel starts"
         )
     return Verdict(runs, tuple(reasons))
-
-
-def _minor(release: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in release.split("."))
 
 
 def resolve_tuning(tuning: Tuning, host: HostProfile) -> ResolvedTuning:

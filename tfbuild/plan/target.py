@@ -10,11 +10,18 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tfbuild.config.model import Cuda, Variant
-from tfbuild.config.tensorflow import floor_flags, inferred_lack, lacking_config
+from tfbuild.config.tensorflow import (
+    config_span,
+    distribution_floor,
+    floor_flags,
+    inferred_lack,
+    lacking_config,
+    releases,
+    tf_release,
+)
 from tfbuild.machine import cpu
 from tfbuild.machine.gpu import runs_on
 from tfbuild.machine.profile import GpuInfo, HostProfile
-from tfbuild.resources import load_table
 
 
 def resolve_march(variant: Variant, host: HostProfile) -> str | None:
@@ -68,8 +75,8 @@ def required_cpu_flags(variant: Variant, host: HostProfile) -> frozenset[str] | 
     if variant.source == "pypi":
         assert variant.requirement is not None
         project = canonicalize_name(Requirement(variant.requirement).name)
-        known = load_table("tensorflow")["distributions"].get(project)
-        return frozenset(cpu.cpuinfo_flags_for(known["cpu_flags"])) if known else None
+        known = distribution_floor(project)
+        return frozenset(cpu.cpuinfo_flags_for(known)) if known is not None else None
     needed = set(cpu.level_flags()[0])
     needed |= cpu.cpuinfo_flags_for(variant.cpu_flags)
     if plain_cpu(variant):
@@ -100,10 +107,11 @@ def cuda_refusal(variant: Variant) -> str | None:
     """Why tfbuild cannot build this CUDA variant, and what works instead; None when it can."""
     if variant.cuda is None or variant.source != "bazel":
         return None
-    table = load_table("tensorflow")
-    facts = table["eras"][table["releases"][variant.tf_minor or ""]["era"]]
+    release = tf_release(variant.tf_minor or "")
+    assert release is not None  # the matrix refuses a source build of an unknown release
+    era = release.era
     blackwell = [c for c in variant.cuda.compute_capabilities if _major(c) >= 10]
-    if facts["cuda"] and blackwell:
+    if era.cuda and blackwell:
         return (
             f"variant {variant.name!r}: {', '.join(blackwell)} (Blackwell) is built by TensorFlow "
             "with nvcc and CUDA 13 (--config=cuda13_version --config=cuda_nvcc, "
@@ -112,15 +120,12 @@ def cuda_refusal(variant: Variant) -> str | None:
             "ask for compute_90 instead (its PTX is compiled for a Blackwell GPU when loaded), "
             "or use the `tensorflow` wheel from the package index"
         )
-    if facts["cuda"]:
+    if era.cuda:
         return None
-    first = min(
-        (m for m, r in table["releases"].items() if table["eras"][r["era"]]["cuda"]),
-        key=lambda m: tuple(int(p) for p in m.split(".")),
-    )
+    first = next(r.minor for r in releases() if r.era.cuda)
     return (
         f"variant {variant.name!r}: CUDA builds need TensorFlow >= {first} here "
-        f"(got {variant.tensorflow}): {facts['cuda_refusal']}; build TensorFlow {first} or "
+        f"(got {variant.tensorflow}): {era.cuda_refusal}; build TensorFlow {first} or "
         "newer (hermetic CUDA), or use the `tensorflow` wheel from the package index"
     )
 
@@ -136,16 +141,14 @@ def toolchain_refusal(variant: Variant) -> str | None:
     (tfbuild/data/tensorflow.yaml `compilers`), with what to do instead; None when it can."""
     if variant.source != "bazel" or not variant.tf_minor:
         return None
-    table = load_table("tensorflow")
-    release = table["releases"].get(variant.tf_minor)
-    compiler = table["compilers"].get(release["compiler"], {}) if release else {}
-    if not compiler.get("retired"):
+    release = tf_release(variant.tf_minor)
+    retired = release.compiler.retired if release is not None else None
+    if not retired:
         return None
-    newer = [m for m, r in table["releases"].items()
-             if not table["compilers"].get(r["compiler"], {}).get("retired")]  # fmt: skip
+    newer = [r.minor for r in releases() if not r.compiler.retired]
     return (
         f"variant {variant.name!r}: TensorFlow {variant.tf_minor} is retired here: "
-        f"{' '.join(compiler['retired'].split())}; build TensorFlow {newer[0]} or newer, or use "
+        f"{' '.join(retired.split())}; build TensorFlow {newer[0]} or newer, or use "
         f"the TensorFlow {variant.tf_minor} wheel from the package index"
     )
 
@@ -160,8 +163,8 @@ def config_refusal(variant: Variant) -> str | None:
     if lacking is None:
         return None
     name, limits = lacking
-    span = load_table("tensorflow")["configs"].get(name, {})
-    instead = f": {span['instead']}" if span.get("instead") else ""
+    span = config_span(name)
+    instead = f": {span.instead}" if span is not None and span.instead else ""
     return (
         f"variant {variant.name!r}: TensorFlow {variant.tensorflow} has no "
         f"--config={name} (its .bazelrc defines it {limits}){instead}"

@@ -208,18 +208,16 @@ def _host_rows(host: HostProfile) -> list[tuple[str, str]]:
 def _manifest_rows(r: HostReport) -> list[dict[str, str]]:
     rows = []
     for name, variant in sorted(r.variants.items()):
-        manifest = variant.manifest or {}
+        manifest = variant.manifest
         smoke = variant.smoke or {}
+        package = f"{manifest.name or ''} {manifest.version or ''}" if manifest else ""
         rows.append(
             {
                 "variant": name,
-                "source": manifest.get("source") or variant.definition.get("source", ""),
-                "package": f"{manifest.get('name', '')} {manifest.get('version', '')}".strip(),
-                "sha256": manifest.get("sha256", ""),
-                "origin": manifest.get("index_url")
-                or manifest.get("path")
-                or manifest.get("bazel_command")
-                or "",
+                "source": manifest.source if manifest else variant.definition.get("source", ""),
+                "package": package.strip(),
+                "sha256": (manifest.sha256 if manifest else None) or "",
+                "origin": (manifest.origin if manifest else None) or "",
                 "tensorflow": f"{smoke.get('tensorflow', '')} {smoke.get('git_version') or ''}",
                 "onednn": "unknown"
                 if smoke.get("onednn") is None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from tfbuild.config.model import PipSettings
 from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import HostProfile
 from tfbuild.stats import LOOK_GROWTH, look_schedule
-from tfbuild.store import Artifact
+from tfbuild.store import Artifact, Manifest
 
 SCHEMA = "tfbuild.results/2"
 READABLE = (SCHEMA, "tfbuild.results/1")
@@ -146,15 +146,10 @@ class WheelRecord:
             extras=artifact.extras,
         )
 
-    def artifact(self, manifest: Mapping[str, Any]) -> Artifact:
+    def artifact(self, manifest: Manifest | None) -> Artifact:
         """The wheel to install again (--resume), with the manifest recorded beside it."""
         return Artifact(
-            self.variant_id,
-            Path(self.wheel),
-            self.sha256,
-            self.constraints,
-            dict(manifest),
-            self.extras,
+            self.variant_id, Path(self.wheel), self.sha256, self.constraints, manifest, self.extras
         )
 
 
@@ -165,7 +160,7 @@ class VariantRecord:
 
     definition: Json
     status: str
-    manifest: Json | None = None
+    manifest: Manifest | None = None
     artifact: WheelRecord | None = None
     runtime: Json | None = None
     smoke: Json | None = None
@@ -431,7 +426,7 @@ class Workload:
     """A script's FILES: what it reads beside it, relative to its folder (in the digest, and
     shipped beside it into a container)."""
 
-    def identity(self) -> tuple[Any, ...]:
+    def identity(self) -> tuple[Hashable, ...]:
         """What two sessions must share to have measured the same work."""
         shapes = tuple(sorted((k, tuple(v)) for k, v in self.shapes.items()))
         return (self.kind, self.digest, self.version, self.signature, self.batch, shapes,

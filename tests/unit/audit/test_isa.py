@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from tfbuild.audit import isa
 from tfbuild.audit.inspect import inspect_wheel
 from tfbuild.audit.verdict import Target, refuse_if_incompatible, target_for_model, verdict
 from tfbuild.errors import IncompatibleWheel, UsageError
+from tfbuild.store import SourceBuild
 
 GCC = shutil.which("gcc")
 
@@ -181,10 +183,11 @@ def test_wheel_report_verdicts_and_cache(tmp_path: Path) -> None:
     )
     cache = tmp_path / "cache"
     report = inspect_wheel(wheel, cache)
-    assert report["cached"] is False and report["baseline"]["flags"] == ["avx2"]
-    assert report["metadata"]["requires_dist"] == ["numpy"]
-    assert report["glibc"]["floor"] == "2.36"
-    assert inspect_wheel(wheel, cache)["cached"] is True
+    assert report.cached is False and report.needs.flags == ("avx2",)
+    assert report.metadata.requires_dist == ("numpy",)
+    assert report.glibc == "2.36"
+    again = inspect_wheel(wheel, cache)
+    assert again.cached is True and again == replace(report, cached=True)
 
     haswell = target_for_model("Haswell-v1")
     ok = verdict(report, haswell)
@@ -211,16 +214,16 @@ def test_a_tfbuild_wheels_declared_extensions_include_its_releases_floor() -> No
     """What inspect takes a tfbuild-built wheel to be compiled for, each with where the manifest
     says so: its copts, and TensorFlow's floor when it was built with --config=avx_linux (AVX,
     and F16C from 2.21 on)."""
-    plain_221 = {"copts": ["-Wno-gnu-offsetof-extensions"], "configs": ["avx_linux"],
-                 "tensorflow": "2.21.0"}  # fmt: skip
+    plain_221 = SourceBuild(copts=("-Wno-gnu-offsetof-extensions",), configs=("avx_linux",),
+                            tensorflow="2.21.0")  # fmt: skip
     floor = "TensorFlow 2.21.0's floor, --config=avx_linux in the manifest"
     declared = isa.declared_flags(plain_221)
     assert {"avx", "f16c", "sse4_2"} <= set(declared)  # with what AVX implies
     assert set(declared.values()) == {floor}
-    plain_217 = isa.declared_flags({**plain_221, "tensorflow": "2.17.1"})
+    plain_217 = isa.declared_flags(replace(plain_221, tensorflow="2.17.1"))
     assert "avx" in plain_217 and "f16c" not in plain_217
-    tuned = {"copts": ["-mavx2", "-mfma", "-mf16c"], "configs": ["avx_linux"],
-             "tensorflow": "2.21.0"}  # fmt: skip
+    tuned = SourceBuild(copts=("-mavx2", "-mfma", "-mf16c"), configs=("avx_linux",),
+                        tensorflow="2.21.0")  # fmt: skip
     why = isa.declared_flags(tuned)
     assert {name: why[name] for name in ("avx2", "fma", "f16c", "avx")} == {
         "avx2": "manifest copts",
@@ -229,5 +232,5 @@ def test_a_tfbuild_wheels_declared_extensions_include_its_releases_floor() -> No
         "avx": "manifest copts",  # -mavx2 implies it
     }
     assert "avx512f" not in why
-    native = isa.declared_flags({"copts": ["-march=haswell"], "configs": []})
+    native = isa.declared_flags(SourceBuild(copts=("-march=haswell",)))
     assert native["avx2"] == "-march=haswell in the manifest copts" and "avx512f" not in native

@@ -3,15 +3,25 @@ architecture sets (SASS of the GPU's major, PTX at or below it, arch-specific co
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from support.cli import run_tfbuild
 from support.devicecode import TF_LIKE
 
-from tfbuild.audit.verdict import (
-    cuda_verdict,
-    gpu_for_arch,
-)
+from tfbuild.audit.model import CudaSummary
+from tfbuild.audit.verdict import cuda_verdict as verdict_of
+from tfbuild.audit.verdict import gpu_for_arch
 from tfbuild.machine.profile import Gpu, GpuInfo
+
+
+def cuda_verdict(listed: dict[str, Any] | None, on: GpuInfo | None) -> tuple[bool | None, str]:
+    """The verdict on a wheel with one object of this device code (as cuobjdump lists it)."""
+    if listed is None:
+        return verdict_of(None, on)
+    summary = CudaSummary(1, listed["checked"], tuple(listed["sass"]), tuple(listed["ptx"]),
+                          None, listed["note"])  # fmt: skip
+    return verdict_of(summary, on)
 
 
 # What cuobjdump 13.5 prints for tensorflow 2.21.0's libtensorflow_framework.so.2 (its first

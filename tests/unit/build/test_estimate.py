@@ -21,6 +21,7 @@ from tfbuild.build.estimate import (
 from tfbuild.errors import BuildFailed
 from tfbuild.machine.detect import profile_from_cpuinfo
 from tfbuild.machine.profile import HostProfile, Memory
+from tfbuild.store import Manifest
 
 GIB = 2**30
 
@@ -67,7 +68,14 @@ def test_memory_for_bazels_jobs_is_checked() -> None:
 
 
 def test_a_previous_build_is_scaled_by_cores_and_cuda_is_a_floor() -> None:
-    previous = {"build_seconds": 3600.0, "builder_host": {"topology": {"logical_cpus": 8}}}
+    previous = Manifest.from_json(
+        {
+            "variant": {"name": "tuned"},
+            "source": "bazel",
+            "build_seconds": 3600.0,
+            "builder_host": {"topology": {"logical_cpus": 8}},
+        }
+    )
     again = estimate("tuned", host(4, 64), previous)
     assert again.basis == "previous build" and again.seconds == 7200.0
     assert again.describe().startswith("about 2 h (its previous build, scaled to these cores)")

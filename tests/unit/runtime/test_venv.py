@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,13 +21,13 @@ from tfbuild.errors import InstallError
 from tfbuild.fetch import _artifact
 from tfbuild.machine.pythons import RUNNING_PYTHON, find_python
 from tfbuild.runtime.venv import LocalVenv
-from tfbuild.store import Artifact
+from tfbuild.store import Artifact, Manifest
 
 
 def test_a_venv_works_where_it_stands_and_a_broken_one_is_redone(tmp_path: Path) -> None:
     wheel = pure_wheel(tmp_path, "tfbuild_venv_probe", "1.0", [])
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    artifact = Artifact("probe", wheel, digest, (), {})
+    artifact = Artifact("probe", wheel, digest, (), None)
     venv = LocalVenv(artifact, tmp_path / "cache", PipSettings("inherit", "inherit", "inherit", ()))
     assert venv.prepare() is True
     # Its scripts point at the venv itself, not at a temporary name it was built under.
@@ -55,7 +56,7 @@ INHERIT = PipSettings("inherit", "inherit", "inherit", ())
 
 def test_local_venv_is_cached_and_rebuilt_when_broken(tmp_path: Path) -> None:
     wheel = build_wheel(tmp_path, package="tinypkg", version="1.0", cflags=[])
-    artifact = Artifact("tiny", wheel, "0" * 64, (), {})
+    artifact = Artifact("tiny", wheel, "0" * 64, (), None)
     venv = LocalVenv(artifact, tmp_path / "cache", INHERIT)
     assert venv.prepare() is True
     assert venv.prepare() is False  # reused
@@ -66,7 +67,7 @@ def test_local_venv_is_cached_and_rebuilt_when_broken(tmp_path: Path) -> None:
     check = venv.interpreter
     assert check.exists()
     constrained = LocalVenv(
-        Artifact("tiny", wheel, "0" * 64, ("numpy<2",), {}), tmp_path / "cache", INHERIT
+        Artifact("tiny", wheel, "0" * 64, ("numpy<2",), None), tmp_path / "cache", INHERIT
     )
     assert constrained.path != venv.path  # constraints are part of the key
 
@@ -79,7 +80,7 @@ OTHER = "3.12" if RUNNING_PYTHON != "3.12" else "3.11"
 
 def artifact(path: Path, extras: tuple[str, ...] = ()) -> Artifact:
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return Artifact("probe", path, digest, (), {}, extras)
+    return Artifact("probe", path, digest, (), None, extras)
 
 
 def test_a_local_venv_is_made_from_the_wheels_python(tmp_path: Path) -> None:
@@ -125,10 +126,11 @@ def test_a_cuda_build_is_installed_with_its_and_cuda_extra(
     )
     matrix = load_matrix(tmp_path / "m.yaml")
     digest = hashlib.sha256(main.read_bytes()).hexdigest()
-    gpu = _artifact(matrix.variant("gpu"), main, {"sha256": digest})
+    stored = Manifest(variant={}, source="bazel", sha256=digest)
+    gpu = _artifact(matrix.variant("gpu"), main, stored)
     assert gpu.extras == ("and-cuda",) and gpu.wants_gpu
-    assert _artifact(matrix.variant("cpu"), main, {"sha256": digest}).extras == ()
-    stock = _artifact(matrix.variant("stock-gpu"), main, {"sha256": digest})
+    assert _artifact(matrix.variant("cpu"), main, stored).extras == ()
+    stock = _artifact(matrix.variant("stock-gpu"), main, replace(stored, source="pypi"))
     assert stock.extras == ("and-cuda",)  # a requirement's extras survive the store
     script = render_runtime(
         template_dirs(None),
@@ -151,7 +153,7 @@ def test_a_cuda_build_is_installed_with_its_and_cuda_extra(
 
     # The same wheel without the extra is another venv, without the CUDA libraries; a results
     # file keeps the extra for --resume.
-    cpu = _artifact(matrix.variant("cpu"), main, {"sha256": digest})
+    cpu = _artifact(matrix.variant("cpu"), main, stored)
     plain = LocalVenv(cpu, tmp_path / "cache", SETTINGS)
     assert plain.path != venv.path and plain.prepare() is True
     listed = subprocess.run(
