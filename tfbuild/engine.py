@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from tfbuild.errors import BuildFailed, EngineUnavailable
-from tfbuild.text import first_line
+from tfbuild.wording import first_line
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 MAKE_BASE_IMAGE = (

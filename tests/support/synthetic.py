@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from support.env import FIXTURES
-from tfbuild.analysis.report import HostReport
+from tfbuild.analysis.host_report import HostReport
 from tfbuild.config.model import INHERIT_PIP
 from tfbuild.config.suite import BENCHMARKS as SUITE
 from tfbuild.config.suite import SUITE_VERSION

@@ -27,7 +27,7 @@ from support.env import FIXTURES, REPO
 from support.recipes import recipe_for
 
 from tfbuild.analysis.choice import WHEELS_VARIABLE
-from tfbuild.analysis.report import analyse_host
+from tfbuild.analysis.host_report import analyse_host
 from tfbuild.analysis.sessions import load_sessions
 from tfbuild.build.render import render, template_dirs
 from tfbuild.config.load import parse_matrix

@@ -176,8 +176,8 @@ def test_no_class_name_is_defined_twice() -> None:
 FLOW: tuple[tuple[str, ...], ...] = (
     # the ground floor: what every stage may use, and the one module per outside system that
     # has no stage of its own (the Docker engine)
-    ("tfbuild", "tfbuild.errors", "tfbuild.text", "tfbuild.files", "tfbuild.progress",
-     "tfbuild.resources", "tfbuild.stats", "tfbuild.wheelfile", "tfbuild.records",
+    ("tfbuild", "tfbuild.errors", "tfbuild.wording", "tfbuild.files", "tfbuild.progress",
+     "tfbuild.resources", "tfbuild.stats", "tfbuild.wheelfile", "tfbuild.jsonrecords",
      "tfbuild.engine"),
     ("tfbuild.machine",),
     ("tfbuild.config",),
@@ -343,7 +343,7 @@ WHOLE = {"test_structure", "test_lint", "test_readme", "test_golden_files", "tes
 TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     # module: (the test file that exercises it, what in that file shows it, why there)
     "tfbuild.analysis.estimates": (
-        "tests/unit/analysis/test_report.py",
+        "tests/unit/analysis/test_host_report.py",
         "tfbuild.analysis.estimates",
         "what a report is made of: judged through analyse_host",
     ),
@@ -353,12 +353,12 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         "its plans are promises about sessions: shown on replayed ones",
     ),
     "tfbuild.analysis.rounds": (
-        "tests/unit/analysis/test_report.py",
+        "tests/unit/analysis/test_host_report.py",
         "analyse_host",
         "per-round values and paired differences: every estimate's input",
     ),
     "tfbuild.analysis.sessions": (
-        "tests/unit/analysis/test_report.py",
+        "tests/unit/analysis/test_host_report.py",
         "tfbuild.analysis.sessions",
         "results files read for analysis, by the report's tests",
     ),
@@ -407,7 +407,7 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         "tfbuild.ci.settings",
         "the settings of the generated workflow",
     ),
-    "tfbuild.cli.common": (
+    "tfbuild.cli.options": (
         "tests/unit/cli/test_machines.py",
         "--debug",
         "options the commands share: through the commands",
@@ -512,7 +512,7 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         "tfbuild.progress",
         "progress and ETA, of the schedule that reports them",
     ),
-    "tfbuild.records": (
+    "tfbuild.jsonrecords": (
         "tests/unit/results/test_codec.py",
         "load",
         "records from JSON: every results file read",
@@ -552,7 +552,7 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         '"bench"',
         "which runtime a variant gets: every bench",
     ),
-    "tfbuild.text": (
+    "tfbuild.wording": (
         "tests/unit/config/test_load.py",
         "duration",
         "words and numbers of the output, where they are printed",

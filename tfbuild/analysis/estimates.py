@@ -1,7 +1,7 @@
 """Estimates and the claims made from them: each config against the baseline (a trimmed-mean
 interval of per-round log ratios, with a verdict against a practical margin), which configs
 cannot be the fastest (multiple comparisons with the best), the tiers, and when each comparison
-is judged under alpha spending (see tfbuild.analysis.report for the whole method)."""
+is judged under alpha spending (see tfbuild.analysis.host_report for the whole method)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import cast
 
 from tfbuild.analysis.answer import Answer
+from tfbuild.analysis.host_report import analyse_host
 from tfbuild.analysis.looks import SequentialLooks
-from tfbuild.analysis.report import analyse_host
 from tfbuild.analysis.sessions import Session
 from tfbuild.bench.schedule import Schedule
 from tfbuild.errors import ResultsError

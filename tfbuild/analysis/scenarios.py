@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import cast
 
 from tfbuild.analysis.answer import CONFIDENCE
+from tfbuild.analysis.host_report import HostReport, analyse_host
 from tfbuild.analysis.looks import SequentialLooks
-from tfbuild.analysis.report import HostReport, analyse_host
 from tfbuild.analysis.sessions import Session
 from tfbuild.bench.schedule import Schedule
 from tfbuild.bench.session import add_aa

@@ -34,7 +34,7 @@ from tfbuild.results.model import (
     rules,
 )
 from tfbuild.runtime.base import RuntimeEnv
-from tfbuild.text import duration, half_width
+from tfbuild.wording import duration, half_width
 
 
 class Looker(Protocol):

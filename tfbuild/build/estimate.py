@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from tfbuild.machine.profile import HostProfile
 from tfbuild.store import Manifest
-from tfbuild.text import duration
+from tfbuild.wording import duration
 
 TF_ACTIONS = 33_563
 """Targets configured in a TensorFlow CPU wheel build (tensorflow#48421, April 2021: "only
@@ -172,7 +172,7 @@ class BazelProgress:
             self.first = (now, done)
         said = f"bazel {done:,} of {total:,} actions ({done / max(total, 1):.0%})"
         started, at_first = self.first
-        if done > at_first and now > started:
+        if at_first < done < total and now > started:  # nothing is left to time at 100 %
             rate = (done - at_first) / (now - started)
             said += f", about {rough((total - done) / rate)} left"
         return said

@@ -13,7 +13,7 @@ import jinja2
 from tfbuild.build.recipe import Recipe
 from tfbuild.files import digest
 from tfbuild.resources import data_path
-from tfbuild.text import printable
+from tfbuild.wording import printable
 
 DOCKERFILE = "tensorflow.Dockerfile.j2"
 BUILD_SCRIPT = "tfbuild-build.sh.j2"

@@ -14,7 +14,7 @@ import click
 from tfbuild import engine
 from tfbuild.cli import building, comparing, generating, inspecting, machines, sessions
 from tfbuild.cli.app import cli
-from tfbuild.cli.common import Flags
+from tfbuild.cli.options import Flags
 from tfbuild.errors import MatrixError, TfbuildError, UsageError
 
 COMMANDS = (building, comparing, generating, inspecting, machines, sessions)

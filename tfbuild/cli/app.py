@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from tfbuild import __version__
-from tfbuild.cli.common import debug_option, keep_containers_option
+from tfbuild.cli.options import debug_option, keep_containers_option
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

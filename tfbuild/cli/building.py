@@ -12,18 +12,18 @@ from typing import TYPE_CHECKING
 import click
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.common import (
+from tfbuild.cli.options import (
     QUIET_OPTION,
     TENSORFLOW_OPTION,
-    Selection,
     debug_option,
     matrix_option,
-    printable_path,
     selection_options,
     store_option,
 )
 from tfbuild.cli.planning import build_target, read_matrix
+from tfbuild.cli.values import Selection, printable_path
 from tfbuild.config.model import Matrix, Variant
+from tfbuild.config.settings import BAZEL_CACHE_ENV, TF_SOURCE_ENV
 from tfbuild.errors import BuildFailed, EngineUnavailable, UsageError
 from tfbuild.plan.make import Plan, PlannedVariant
 
@@ -75,7 +75,7 @@ class BuildSettings:
 @click.option("--force", is_flag=True, help="Rebuild even when the content key is unchanged.")
 @click.option(
     "--tf-source",
-    envvar="TFBUILD_TF_SOURCE",
+    envvar=TF_SOURCE_ENV,
     type=click.Path(path_type=Path, file_okay=False, exists=True),
     callback=lambda _ctx, _param, value: printable_path(value),
     help="Build this local TensorFlow tree (copied in) instead of cloning the tag.",
@@ -89,7 +89,7 @@ class BuildSettings:
 )
 @click.option(
     "--bazel-cache",
-    envvar="TFBUILD_BAZEL_CACHE",
+    envvar=BAZEL_CACHE_ENV,
     metavar="VOLUME_OR_PATH",
     help="Override defaults.bazel.cache: a Docker volume name or an absolute path.",
 )

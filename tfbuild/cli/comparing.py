@@ -12,13 +12,8 @@ import click
 from rich.console import Console
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.common import (
-    console,
-    debug_option,
-    format_option,
-    parse_fraction,
-    results_paths,
-)
+from tfbuild.cli.options import debug_option, format_option
+from tfbuild.cli.values import console, parse_fraction, results_paths
 from tfbuild.errors import RegressionFound, UsageError
 
 
@@ -135,7 +130,7 @@ def compare(
     """
     from tfbuild.analysis.choice import published
     from tfbuild.analysis.gate import gate
-    from tfbuild.analysis.report import analyse
+    from tfbuild.analysis.host_report import analyse
     from tfbuild.analysis.sessions import load_sessions
     from tfbuild.files import atomic_write_text
     from tfbuild.report import comparison as views

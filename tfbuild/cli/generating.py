@@ -9,8 +9,9 @@ from pathlib import Path
 import click
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.common import debug_option, matrix_option, parse_fraction, results_paths
+from tfbuild.cli.options import debug_option, matrix_option
 from tfbuild.cli.planning import machine, read_matrix
+from tfbuild.cli.values import parse_fraction, results_paths
 from tfbuild.errors import BadWheel, StaleOutput, UsageError
 
 

@@ -9,16 +9,9 @@ from pathlib import Path
 import click
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.common import (
-    cache_folder,
-    cache_option,
-    console,
-    debug_option,
-    host_option,
-    matrix_option,
-    store_option,
-)
+from tfbuild.cli.options import cache_option, debug_option, host_option, matrix_option, store_option
 from tfbuild.cli.planning import machine, read_matrix
+from tfbuild.cli.values import cache_folder, console
 from tfbuild.config.model import INHERIT_PIP, PipSettings
 from tfbuild.errors import BadWheel, IncompatibleWheel, UsageError
 from tfbuild.machine.profile import Gpu

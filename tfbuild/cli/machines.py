@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,16 +12,11 @@ from typing import Any
 import click
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.common import (
-    Selection,
-    console,
-    debug_option,
-    host_option,
-    matrix_option,
-    selection_options,
-)
-from tfbuild.cli.planning import machine, plan_here, read_matrix
+from tfbuild.cli.options import debug_option, host_option, matrix_option, selection_options
+from tfbuild.cli.planning import machine, matrix_setting, plan_here, read_matrix
+from tfbuild.cli.values import Selection, console
 from tfbuild.config.model import Matrix
+from tfbuild.config.settings import Setting, matrix_settings, session_settings
 from tfbuild.errors import UsageError
 
 
@@ -115,6 +112,7 @@ class MatrixSettings:
     selection: Selection
     as_json: bool
     latest: bool
+    explain: bool
 
 
 @cli.command("matrix")
@@ -128,6 +126,12 @@ class MatrixSettings:
     help="Ask the package index for the newest TensorFlow release and what unpinned "
     "requirements resolve to today.",
 )
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="First say where each setting comes from: built in, the matrix (with its line), the "
+    "environment or an option (default < matrix < environment < option).",
+)
 @debug_option
 def matrix_cmd(
     matrix_path: Path | None,
@@ -137,14 +141,16 @@ def matrix_cmd(
     opt_in: tuple[str, ...],
     as_json: bool,
     latest: bool,
+    explain: bool,
 ) -> None:
     """List the variants x tunings of the matrix, resolved for this (or a saved) host.
 
     Shows each variant's source, TensorFlow and Python versions, compiler flags and bazel
     configs, and whether the host can run it (and why not); then the tunings with their
     thread counts and environment resolved for the host. --json adds the CI fan-out.
+    --explain first lists every setting with where it comes from.
     """
-    from tfbuild.report.terminal import plan_view
+    from tfbuild.report.terminal import plan_view, settings_lines
 
     settings = MatrixSettings(
         matrix=matrix_path,
@@ -152,15 +158,21 @@ def matrix_cmd(
         selection=Selection(only=only, skip=skip, opt_in=opt_in),
         as_json=as_json,
         latest=latest,
+        explain=explain,
     )
     matrix = read_matrix(settings.matrix)
     plan = plan_here(matrix, machine(settings.host), settings.selection)
     document = plan.to_json()
     if settings.latest:
         document["latest"] = _latest(matrix)
+    explained = _explained(settings, matrix) if settings.explain else []
     if settings.as_json:
+        if explained:
+            document["settings"] = [dataclasses.asdict(s) for s in explained]
         click.echo(json.dumps(document, indent=2))
         return
+    if explained:
+        click.echo("\n".join(settings_lines(explained)) + "\n")
     console().print(plan_view(plan))
     if settings.latest:
         info = document["latest"]
@@ -171,6 +183,21 @@ def matrix_cmd(
         )
         for name, version in info["resolved"].items():
             click.echo(f"{name}: the unpinned requirement resolves to {version} today")
+
+
+def _explained(settings: MatrixSettings, matrix: Matrix) -> list[Setting]:
+    """Every setting `tfbuild matrix` and the commands after it use, with its source."""
+    host = (
+        Setting("machine", str(settings.host), "option", "--host")
+        if settings.host is not None
+        else Setting("machine", "this machine", "default", "detected")
+    )
+    return [
+        matrix_setting(settings.matrix),
+        host,
+        *matrix_settings(matrix, os.environ),
+        *session_settings(os.environ),
+    ]
 
 
 def _latest(matrix: Matrix) -> dict[str, Any]:

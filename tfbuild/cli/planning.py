@@ -16,9 +16,10 @@ from pathlib import Path
 import click
 
 from tfbuild import engine
-from tfbuild.cli.common import Selection
+from tfbuild.cli.values import Selection
 from tfbuild.config.load import load_matrix
 from tfbuild.config.model import Matrix
+from tfbuild.config.settings import Setting
 from tfbuild.config.tensorflow import tf_release
 from tfbuild.engine import DockerInfo
 from tfbuild.errors import EngineUnavailable, InstallError, UsageError
@@ -37,6 +38,16 @@ def matrix_file(path: Path | None) -> Path:
         return path
     local = Path("matrix.yaml")
     return local if local.is_file() else default_matrix_path()
+
+
+def matrix_setting(path: Path | None) -> Setting:
+    """Which matrix a command reads, and why that one."""
+    chosen = matrix_file(path)
+    if path is not None:
+        return Setting("matrix", str(path), "option", "--matrix")
+    if chosen == default_matrix_path():
+        return Setting("matrix", str(chosen), "default", "packaged with tfbuild")
+    return Setting("matrix", str(chosen), "default", "matrix.yaml in this folder")
 
 
 def read_matrix(path: Path | None, tensorflow: str | None = None) -> Matrix:

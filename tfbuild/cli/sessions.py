@@ -17,27 +17,29 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.common import (
+from tfbuild.cli.options import (
     QUIET_OPTION,
     RUNTIME_OPTION,
     SEED_OPTION,
-    Selection,
-    SuiteRequest,
-    cache_folder,
     cache_option,
-    console,
     debug_option,
     format_option,
     matrix_option,
-    parse_cpus,
-    parse_host_key,
     results_option,
     selection_options,
     session_options,
     store_option,
-    workload_request,
 )
 from tfbuild.cli.planning import SessionMachine, read_matrix, session_plan
+from tfbuild.cli.values import (
+    Selection,
+    SuiteRequest,
+    cache_folder,
+    console,
+    parse_cpus,
+    parse_host_key,
+    workload_request,
+)
 from tfbuild.engine import DockerInfo
 from tfbuild.errors import EngineUnavailable, NotBuiltError, NothingRan
 from tfbuild.results.model import Results
@@ -395,8 +397,8 @@ def run(build_sources: bool, **params: Any) -> None:
     """
     from rich.text import Text
 
+    from tfbuild.analysis.host_report import analyse
     from tfbuild.analysis.looks import SequentialLooks
-    from tfbuild.analysis.report import analyse
     from tfbuild.analysis.sessions import load_sessions
     from tfbuild.bench.session import run_session
     from tfbuild.build.stage import (

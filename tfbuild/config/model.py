@@ -206,6 +206,8 @@ class Defaults:
     base_images: BaseImages
     bazel: BazelSettings
     pip: PipSettings
+    set_at: Mapping[str, Where] = field(default_factory=dict, compare=False)
+    """Each key the matrix sets (dotted: defaults.bazel.cache) -> where; the rest are built in."""
 
 
 @dataclass(frozen=True)

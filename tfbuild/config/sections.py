@@ -98,7 +98,21 @@ def read_defaults(ctx: Ctx, node: yaml.Node | None) -> Defaults:
         base_images=_read_base_images(ctx, m.get("base_images"), base.base_images),
         bazel=_read_bazel(ctx, m.get("bazel"), base.bazel),
         pip=_read_pip(ctx, m.get("pip"), base.pip),
+        set_at=_positions(ctx, node, "defaults"),
     )
+
+
+def _positions(ctx: Ctx, node: yaml.Node, path: str) -> dict[str, Where]:
+    """Every key of a mapping node and of the mappings inside it, dotted from `path`, with the
+    line that sets it."""
+    found: dict[str, Where] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                name = f"{path}.{key.value}"
+                found[name] = Where(ctx.file, key.start_mark.line + 1)
+                found |= _positions(ctx, value, name)
+    return found
 
 
 def _read_base_images(ctx: Ctx, node: yaml.Node | None, base: BaseImages) -> BaseImages:

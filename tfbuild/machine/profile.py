@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from tfbuild import __version__
 from tfbuild.engine import DockerInfo
 from tfbuild.errors import HostProfileError
+from tfbuild.jsonrecords import record
 from tfbuild.machine import cpu
-from tfbuild.records import record
 
 SCHEMA = "tfbuild.host/1"
 T = TypeVar("T")

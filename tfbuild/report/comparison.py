@@ -13,11 +13,11 @@ from typing import Any
 
 from tfbuild.analysis.estimates import ALPHA, OVERALL, SPLIT, Estimate
 from tfbuild.analysis.gate import Gate
-from tfbuild.analysis.report import HostReport
+from tfbuild.analysis.host_report import HostReport
 from tfbuild.config.suite import CONTRASTS
 from tfbuild.results.codec import look_json
 from tfbuild.results.model import is_aa, rules
-from tfbuild.text import printable
+from tfbuild.wording import printable
 
 COMPARE_SCHEMA = "tfbuild.compare/2"
 MARK = {"faster": "+", "slower": "-", "equivalent": "=", "undecided": "?", "baseline": ""}

@@ -12,7 +12,7 @@ import jinja2
 
 from tfbuild import __version__
 from tfbuild.analysis.estimates import OVERALL, SPLIT
-from tfbuild.analysis.report import HostReport
+from tfbuild.analysis.host_report import HostReport
 from tfbuild.machine.cpu import level_name
 from tfbuild.machine.profile import HostProfile
 from tfbuild.report.comparison import (

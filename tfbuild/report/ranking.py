@@ -16,7 +16,7 @@ from rich.text import Text
 
 from tfbuild.analysis.estimates import SPLIT
 from tfbuild.analysis.gate import Gate
-from tfbuild.analysis.report import HostReport
+from tfbuild.analysis.host_report import HostReport
 from tfbuild.report.comparison import (
     CONTRAST_HEADER,
     GATE_HEADER,

@@ -9,7 +9,7 @@ from typing import Any
 
 from tfbuild.analysis.replay import Replayed
 from tfbuild.results.model import DECISIONS, Look, Results
-from tfbuild.text import half_width
+from tfbuild.wording import half_width
 
 
 def _stopped(results: Results) -> str:

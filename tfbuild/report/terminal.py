@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
 from tfbuild.bench.summary import Summary
+from tfbuild.config.settings import Setting
 from tfbuild.machine import cpu
 from tfbuild.machine.profile import HostProfile
 from tfbuild.plan.make import Plan
@@ -32,6 +33,17 @@ def kv_table(title: str, rows: Iterable[tuple[str, str | Text]]) -> Table:
     for key, value in rows:
         table.add_row(key, value)
     return table
+
+
+def settings_lines(settings: Sequence[Setting]) -> list[str]:
+    """Each setting, where it comes from and its value, one line each: a value (a digest, a
+    path) is never broken across lines, so the value comes last."""
+    name_width = max(len(s.name) for s in settings)
+    from_width = max(len(s.source) for s in settings)
+    return [
+        "Settings (default < matrix < environment < option; the strongest that sets one wins)",
+        *(f"  {s.name:<{name_width}}  {s.source:<{from_width}}  {s.value}" for s in settings),
+    ]
 
 
 def host_view(p: HostProfile) -> Group:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tfbuild.errors import ResultsError
-from tfbuild.records import record
+from tfbuild.jsonrecords import record
 from tfbuild.results import codec, documents
 from tfbuild.results.model import SCHEMA as RESULTS_SCHEMA
 from tfbuild.results.model import Results, RunFailure

@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 from tfbuild.config.model import INHERIT_PIP, PipSettings
 from tfbuild.errors import ResultsError
+from tfbuild.jsonrecords import record
 from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import profile_from_json
-from tfbuild.records import record
 from tfbuild.results.documents import read_json, write_json
 from tfbuild.results.model import (
     READABLE,

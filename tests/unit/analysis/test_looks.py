@@ -13,7 +13,7 @@ import pytest
 from support.replay import SEQUENTIAL, false_claims, fixed, pool, replay_session, report
 
 from tfbuild.analysis.estimates import OVERALL, SPLIT
-from tfbuild.analysis.report import analyse_host
+from tfbuild.analysis.host_report import analyse_host
 from tfbuild.analysis.sessions import Session
 from tfbuild.results.model import LookEstimate
 

@@ -14,8 +14,8 @@ from support.env import FIXTURES
 from support.replay import SEQUENTIAL, false_claims, replay_session, report
 from support.synthetic import write
 
+from tfbuild.analysis.host_report import analyse_host
 from tfbuild.analysis.replay import replay
-from tfbuild.analysis.report import analyse_host
 from tfbuild.analysis.sessions import Session
 from tfbuild.errors import ResultsError
 from tfbuild.results.codec import load

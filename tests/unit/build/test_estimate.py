@@ -103,6 +103,10 @@ def test_bazels_progress_becomes_a_line_with_an_eta() -> None:
     assert said[2] == "bazel 1,000 of 30,000 actions (3%), about 4.8 min left"
     # 3,000 actions in 610 s since the first line: 30,563 more take about 1 h 40 min
     assert said[3] == "bazel 3,000 of 33,563 actions (9%), about 1 h 40 min left"
+    # every action known done: nothing left to time (bazel still links or checks its outputs)
+    assert (
+        progress.update("[33,563 / 33,563] Linking", 700) == "bazel 33,563 of 33,563 actions (100%)"
+    )
 
 
 def test_terminal_escapes_are_taken_out_of_every_line() -> None:

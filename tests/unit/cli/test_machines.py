@@ -166,3 +166,34 @@ def test_matrix_errors_are_located_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     debug = run_tfbuild("matrix", "--matrix", str(bad), "--debug")
     assert debug.returncode == 2 and "Traceback" in debug.stderr
+
+
+def test_matrix_explain_says_where_each_setting_comes_from(tmp_path: Path) -> None:
+    """Every layer at once: the matrix named by --matrix, a default it sets on its line, one
+    built in, one from the environment; values (a digest) whole on their line."""
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        'defaults:\n  python: "3.12"\n  base_images:\n    from: "docker.io/library/debian:bookworm'
+        "@sha256:" + "8" * 64 + '"\nvariants:\n'
+        '  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0, python: "3.12"}\n'
+    )
+    env = {"TFBUILD_WHEELS": str(tmp_path / "w"), "TFBUILD_BAZEL_CACHE": ""}
+    proc = run_tfbuild("matrix", "--explain", "--matrix", str(path), env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("Settings (default < matrix < environment < option")
+    rows = {line.split()[0]: line.split(None, 1)[1] for line in lines[1:] if line.startswith("  ")}
+    assert rows["matrix"].split() == ["option", "--matrix", str(path)]
+    assert rows["defaults.python"].split() == ["matrix", f"{path}:2", "3.12"]
+    assert rows["defaults.base_images.from"].split()[-1].endswith("@sha256:" + "8" * 64)
+    assert rows["defaults.tensorflow"].split() == ["default", "2.21.0"]
+    assert rows["store"].split() == ["environment", "TFBUILD_WHEELS", str(tmp_path / "w")]
+    assert "Variants in" in proc.stdout  # the plan follows
+    document = json.loads(run_tfbuild("matrix", "--explain", "--json", "--matrix", str(path),
+                                      env=env).stdout)  # fmt: skip
+    by_name = {s["name"]: s for s in document["settings"]}
+    assert by_name["defaults.python"] == {"name": "defaults.python", "value": "3.12",
+                                          "layer": "matrix", "where": f"{path}:2"}  # fmt: skip
+    assert "settings" not in json.loads(
+        run_tfbuild("matrix", "--json", "--matrix", str(path)).stdout
+    )

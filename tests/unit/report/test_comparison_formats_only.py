@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 from support.cli import RESULTS
 
-from tfbuild.analysis.report import HostReport, analyse_host
+from tfbuild.analysis.host_report import HostReport, analyse_host
 from tfbuild.analysis.sessions import load_sessions
 from tfbuild.report.comparison import compare_json, compare_markdown
 from tfbuild.report.html import compare_html

@@ -13,7 +13,7 @@ import pytest
 from support.cli import RESULTS, compare
 from support.env import require
 
-from tfbuild.analysis.report import analyse
+from tfbuild.analysis.host_report import analyse
 from tfbuild.analysis.sessions import load_sessions
 from tfbuild.report.html import speedup_figure
 

@@ -15,9 +15,9 @@ from support.cli import RESULTS, compare
 from support.synthetic import BASELINE, assert_coherent_tiers, session, write
 
 from tfbuild import stats
-from tfbuild.analysis import report as report_module
+from tfbuild.analysis import host_report as report_module
 from tfbuild.analysis.estimates import OVERALL
-from tfbuild.analysis.report import HostReport, analyse_host
+from tfbuild.analysis.host_report import HostReport, analyse_host
 from tfbuild.analysis.sessions import Session, load_sessions
 from tfbuild.config.suite import BENCHMARKS as SUITE
 from tfbuild.config.suite import CONTRASTS

@@ -1,0 +1,66 @@
+"""One cascade for settings (default < matrix < environment < option), each value knowing the
+layer and the place it comes from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tfbuild.config.load import load_matrix
+from tfbuild.config.settings import cascade, matrix_settings, session_settings, user_cache
+
+MATRIX = """\
+defaults:
+  python: "3.12"
+  bazel:
+    cache: /srv/bazel-cache
+    network: host
+variants:
+  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0, python: "3.12"}
+"""
+
+
+def test_the_strongest_layer_that_sets_a_value_wins() -> None:
+    env = {"TFBUILD_WHEELS": "/srv/wheels", "EMPTY": ""}
+    assert cascade("store", "wheels").source == "default"
+    layered = cascade(
+        "store", "wheels", matrix=("w", "m.yaml:3"), environment=("TFBUILD_WHEELS", env)
+    )
+    assert (layered.value, layered.source) == ("/srv/wheels", "environment TFBUILD_WHEELS")
+    given = cascade("store", "wheels", environment=("TFBUILD_WHEELS", env), option=("--store", "x"))
+    assert (given.value, given.layer, given.where) == ("x", "option", "--store")
+    # an option not given and an empty variable set nothing
+    kept = cascade("store", "wheels", matrix=("w", "m.yaml:3"), environment=("EMPTY", env),
+                   option=("--store", None))  # fmt: skip
+    assert (kept.value, kept.source) == ("w", "matrix m.yaml:3")
+
+
+def test_the_matrix_says_on_which_line_it_sets_a_default(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(MATRIX)
+    matrix = load_matrix(path)
+    found = {s.name: s for s in matrix_settings(matrix, {})}
+    assert (
+        found["defaults.python"].source == f"matrix {path}:2"
+        and found["defaults.python"].value == "3.12"
+    )
+    assert found["defaults.bazel.cache"].source == f"matrix {path}:4"
+    assert found["defaults.bazel.network"].value == "host"
+    assert (
+        found["defaults.tensorflow"].source == "default"
+        and found["defaults.tensorflow"].value == "2.21.0"
+    )
+    assert found["defaults.bazel.disk_cache"].value == "yes"
+    env = {"TFBUILD_BAZEL_CACHE": "other-volume"}
+    overridden = {s.name: s for s in matrix_settings(matrix, env)}["defaults.bazel.cache"]
+    assert (overridden.value, overridden.source) == (
+        "other-volume",
+        "environment TFBUILD_BAZEL_CACHE",
+    )
+
+
+def test_the_session_settings_come_from_the_environment_or_are_built_in() -> None:
+    env = {"TFBUILD_RESULTS": "/srv/results", "XDG_CACHE_HOME": "/var/cache/me"}
+    found = {s.name: s for s in session_settings(env)}
+    assert found["results"].value == "/srv/results" and found["results"].layer == "environment"
+    assert found["cache"].value == "/var/cache/me/tfbuild" == user_cache(env)
+    assert found["cache"].layer == "default" and found["store"].value == "wheels"

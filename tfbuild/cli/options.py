@@ -1,0 +1,258 @@
+"""The options the commands share, as click decorators (and the process-wide switches some of
+them set when parsed); what their values mean is tfbuild.cli.values."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from tfbuild.config.settings import CACHE_ENV, RESULTS_ENV, STORE_ENV
+from tfbuild.engine import KEEP_ENV
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Flags:
+    """Process-wide switches set while options are parsed, read when an error is reported."""
+
+    debug = bool(os.environ.get("TFBUILD_DEBUG"))
+
+
+def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    Flags.debug = Flags.debug or value
+
+
+def _switch(name: str, callback: Callable[..., None], help: str) -> Callable[[F], F]:
+    """A flag that acts when parsed (on the group or any command) and is not passed on."""
+    return click.option(name, is_flag=True, expose_value=False, is_eager=True,
+                        callback=callback, help=help)  # fmt: skip
+
+
+def debug_option(f: F) -> F:
+    return _switch("--debug", _set_debug, "Show the full traceback when something fails.")(f)
+
+
+def _set_keep(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        os.environ[KEEP_ENV] = "1"  # also for the tfbuild processes this one starts
+
+
+def keep_containers_option(f: F) -> F:
+    return _switch(
+        "--keep-containers",
+        _set_keep,
+        f"Leave every container tfbuild starts (stopped, named tfbuild-ROLE-...) for "
+        f"`docker logs` and `docker cp` instead of removing it; the same as {KEEP_ENV}=1.",
+    )(f)
+
+
+def matrix_option(f: F) -> F:
+    return click.option(
+        "--matrix",
+        "matrix_path",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        help="Build matrix to use. Default: ./matrix.yaml if present, else the packaged one.",
+    )(f)
+
+
+def host_option(f: F) -> F:
+    return click.option(
+        "--host",
+        "host_path",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        help="Plan for the machine described by this saved `tfbuild detect --json` output.",
+    )(f)
+
+
+def selection_options(f: F) -> F:
+    f = click.option(
+        "--with",
+        "opt_in",
+        multiple=True,
+        metavar="SET",
+        help="Add the variants of this opt-in set of the matrix (its opt_in section: newer "
+        "releases, nightlies, older builds; repeatable).",
+    )(f)
+    f = click.option(
+        "--skip",
+        multiple=True,
+        metavar="PATTERN",
+        help="Leave out configs matching VARIANT[:TUNING] (fnmatch; repeatable).",
+    )(f)
+    return click.option(
+        "--only",
+        multiple=True,
+        metavar="PATTERN",
+        help="Keep only configs matching VARIANT[:TUNING] (fnmatch; repeatable).",
+    )(f)
+
+
+def store_option(f: F) -> F:
+    return click.option(
+        "--store",
+        "store_path",
+        type=click.Path(path_type=Path, file_okay=False),
+        default="wheels",
+        envvar=STORE_ENV,
+        show_default=True,
+        help="Wheel store: one folder per variant id with the wheel and its manifest.",
+    )(f)
+
+
+def cache_option(f: F) -> F:
+    return click.option(
+        "--cache-dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        envvar=CACHE_ENV,
+        help="Cache for runtimes and audits (default: ~/.cache/tfbuild).",
+    )(f)
+
+
+SEED_OPTION = click.option(
+    "--seed", type=int, help="Seed for the run order (default: random, recorded)."
+)
+RUNTIME_OPTION = click.option(
+    "--runtime",
+    type=click.Choice(["auto", "local", "docker"]),
+    default="auto",
+    show_default=True,
+    help="auto: Docker for variants that ask for it (source builds) when an engine is "
+    "reachable, else local venvs.",
+)
+QUIET_OPTION = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+TENSORFLOW_OPTION = click.option(
+    "--tensorflow",
+    metavar="X.Y.Z",
+    help="Build this TensorFlow release for the source variants that do not pin their own "
+    "(replaces defaults.tensorflow; a new release); one asking for a --config it dropped "
+    "keeps defaults.tensorflow, said in a note.",
+)
+HOST_KEY_OPTION = click.option(
+    "--host-key",
+    metavar="NAME",
+    help="Record these results as coming from the machine class NAME (default: the CPU model "
+    "and instruction sets, usable CPUs, memory class and GPUs; hostnames are never used).",
+)
+
+
+def format_option(formats: dict[str, str]) -> Callable[[F], F]:
+    """--format FMT, the first of `formats` by default; the help says what each is for."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(list(formats)),
+        default=next(iter(formats)),
+        show_default=True,
+        help="; ".join(f"{name}: {use}" for name, use in formats.items()) + ".",
+    )
+
+
+def results_option(help_text: str) -> Callable[[F], F]:
+    return click.option(
+        "--results",
+        "results_dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        default="results",
+        envvar=RESULTS_ENV,
+        show_default=True,
+        help=help_text,
+    )
+
+
+def session_options(f: F) -> F:
+    """Options shared by `bench` and `run`: suite size, order, pinning, runtime, outputs."""
+    decorators = [
+        click.option(
+            "--quick",
+            is_flag=True,
+            help="The suite's quick preset: a small budget and a coarse target (10 min, ±10 %).",
+        ),
+        click.option(
+            "--budget",
+            metavar="DURATION",
+            help="Time for benchmarking (installs not counted): stop starting rounds when the "
+            "next would end after it (20m, 1h30m, 900s).",
+        ),
+        click.option(
+            "--resolve",
+            metavar="PERCENT",
+            help="The indifference margin (5%): a config within it of the fastest counts as the "
+            "fastest; the session stops once the answer is known at it.",
+        ),
+        click.option(
+            "--min-rounds",
+            type=click.IntRange(2, 1000),
+            help="Rounds every config runs before any is stopped early.",
+        ),
+        click.option(
+            "--rounds",
+            type=click.IntRange(1, 1000),
+            help="A fixed design instead: every config runs exactly this many rounds.",
+        ),
+        SEED_OPTION,
+        TENSORFLOW_OPTION,
+        HOST_KEY_OPTION,
+        click.option("--cpus", help="Pin every benchmark process to these CPUs, e.g. 0 or 0,1."),
+        RUNTIME_OPTION,
+        results_option("Folder for results files (and run's report.html)."),
+        cache_option,
+        click.option(
+            "--force",
+            is_flag=True,
+            help="Install and run wheels even when `tfbuild inspect` says they cannot run here.",
+        ),
+        QUIET_OPTION,
+        *WORKLOAD_OPTIONS,
+    ]
+    for decorator in reversed(decorators):
+        f = decorator(f)
+    return f
+
+
+WORKLOAD_OPTIONS = (
+    click.option(
+        "--workload",
+        type=click.Path(path_type=Path, exists=False),
+        metavar="PATH",
+        help="Benchmark your own model instead of the fixed suite: a SavedModel directory, a "
+        ".keras/.h5 file, or a .py script defining step(state) (throughput and p50/p90/p99 "
+        "latency).",
+    ),
+    click.option("--with-suite", is_flag=True, help="Run the fixed suite as well as --workload."),
+    click.option(
+        "--signature",
+        metavar="NAME",
+        help="The SavedModel signature to call (default: serving_default).",
+    ),
+    click.option(
+        "--batch",
+        type=click.IntRange(1, 1_000_000),
+        help="Batch size for the model's unknown batch dimension (default: 1).",
+    ),
+    click.option(
+        "--shape",
+        "shapes",
+        multiple=True,
+        metavar="NAME=D1,D2",
+        help="Every dimension of one input whose shape the model leaves open (repeatable).",
+    ),
+    click.option(
+        "--calls",
+        type=click.IntRange(1, 100_000),
+        help="Calls in one timed sample of --workload (three a process; four times as many "
+        "timed one by one for latency; default 50).",
+    ),
+    click.option(
+        "--inputs",
+        type=click.Path(path_type=Path, dir_okay=False),
+        metavar="FILE.npz",
+        help="The model's inputs, one array per input by name (default: generated from its "
+        "signature with a fixed seed).",
+    ),
+)

@@ -1,0 +1,211 @@
+"""What option values mean: each parsed and checked into the typed value a command's settings
+hold (a user mistake is a UsageError naming the option, the value and what is accepted), and
+the console the commands print to."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.console import Console
+
+from tfbuild.config.model import Suite, SuiteSettings
+from tfbuild.config.settings import user_cache
+from tfbuild.errors import UsageError
+
+if TYPE_CHECKING:
+    from tfbuild.bench.workload import WorkloadRequest
+
+
+def workload_request(params: Mapping[str, Any]) -> WorkloadRequest | None:
+    """--workload and the options that go with it; UsageError for those given without it."""
+    from tfbuild.bench.workload import FLAGS, WorkloadRequest
+
+    path = params.get("workload")
+    if path is None:
+        flags = {"with_suite": "--with-suite", **FLAGS}
+        given = [flag for name, flag in flags.items() if params.get(name)]
+        if given:
+            raise UsageError(f"{', '.join(given)}: only with --workload PATH")
+        return None
+    return WorkloadRequest(
+        path=path,
+        signature=params.get("signature"),
+        batch=params.get("batch"),
+        shapes=tuple(params.get("shapes") or ()),
+        inputs=params.get("inputs"),
+        calls=params.get("calls"),
+    )
+
+
+def console() -> Console:
+    """The console reports print to: piped output keeps wide tables readable unless COLUMNS
+    says otherwise."""
+    wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(highlight=False, soft_wrap=False, width=120 if wide else None)
+
+
+def cache_folder(given: Path | None) -> Path:
+    """--cache-dir, or the user's cache folder."""
+    return given if given is not None else Path(user_cache(os.environ))
+
+
+def printable_path(value: Path | None) -> Path | None:
+    """A path without control characters (a newline in a folder name would end the line it is
+    written on in a Dockerfile or a log)."""
+    if value is not None and not str(value).isprintable():
+        raise click.BadParameter(f"{str(value)!r} holds control characters; rename the folder")
+    return value
+
+
+def parse_cpus(value: str | None) -> tuple[int, ...] | None:
+    """--cpus as CPU numbers, checked against this process's affinity when the benchmarks run
+    here (an engine's machine is checked against its probe when the session plans)."""
+    from tfbuild.machine.linux import parse_cpulist
+    from tfbuild.machine.remote import is_local_socket
+
+    if value is None:
+        return None
+    try:
+        cpus = tuple(parse_cpulist(value))
+    except ValueError as exc:
+        raise UsageError(f"--cpus {value!r}: expected a CPU list like 0 or 0,1 or 0-3") from exc
+    if not cpus:
+        raise UsageError(f"--cpus {value!r}: expected a CPU list like 0 or 0,1 or 0-3")
+    if not is_local_socket(os.environ.get("DOCKER_HOST") or "unix://"):
+        return cpus
+    allowed = os.sched_getaffinity(0)
+    if not set(cpus) <= allowed:
+        raise UsageError(f"--cpus {value!r}: this process may use CPUs {sorted(allowed)} only")
+    return cpus
+
+
+def parse_fraction(option: str, value: str) -> float:
+    """A threshold given as 5% or 0.05, strictly between 0 and 1."""
+    text = value.strip()
+    try:
+        number = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError as exc:
+        raise UsageError(f"{option} {value!r}: expected a percentage like 5% or 0.05") from exc
+    if not 0 < number < 1:
+        raise UsageError(f"{option} {value!r}: expected a value between 0% and 100%")
+    return number
+
+
+def parse_host_key(value: str | None) -> str | None:
+    if value is not None and not (0 < len(value.strip()) <= 100 and value.isprintable()):
+        raise UsageError(f"--host-key {value!r}: expected a name of 1 to 100 printable characters")
+    return value
+
+
+def _results_in(folder: Path) -> list[Path]:
+    """The results files in a folder; another tfbuild file there (a calibration, which
+    `tfbuild calibrate` writes into the results folder) is passed over, with a note."""
+    from tfbuild.results.documents import schema_of
+
+    found = []
+    for path in sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")]):
+        schema = schema_of(path) or ""
+        if schema.startswith("tfbuild.") and not schema.startswith("tfbuild.results/"):
+            click.echo(
+                f"tfbuild: passing over {path}: not a session's results ({schema})", err=True
+            )
+        else:
+            found.append(path)
+    return found
+
+
+def results_paths(specs: Sequence[str], option: str = "--against") -> tuple[Path, ...]:
+    """Results files named by files, folders (their *.json and *.json.gz) or glob patterns."""
+    paths: list[Path] = []
+    for spec in specs:
+        path = Path(spec)
+        if path.is_dir():
+            found = _results_in(path)
+        elif path.exists():
+            found = [path]
+        else:
+            found = sorted(p for p in path.parent.glob(path.name) if p.is_file())
+        if not found:
+            raise UsageError(
+                f"{option} {spec!r}: no results there; expected a results file, a folder of "
+                "them, or a quoted pattern like 'previous/*.json'"
+            )
+        paths += found
+    return tuple(paths)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Selection:
+    """--with, --only and --skip: the configs a command works on."""
+
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    opt_in: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteRequest:
+    """The suite settings a command line asks for on top of the matrix's preset."""
+
+    preset: str | None = None
+    budget_s: float | None = None
+    resolve: float | None = None
+    min_rounds: int | None = None
+    rounds: int | None = None
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        quick: bool = False,
+        preset: str | None = None,
+        budget: str | None = None,
+        resolve: str | None = None,
+        min_rounds: int | None = None,
+        rounds: int | None = None,
+    ) -> SuiteRequest:
+        from tfbuild.config.values import parse_duration, parse_percent
+
+        if quick and preset:
+            raise UsageError("--quick is the preset named quick; give --quick or --preset")
+        budget_s = fraction = None
+        if budget is not None and (budget_s := parse_duration(budget)) is None:
+            raise UsageError(f"--budget {budget!r}: expected a duration like 15m, 1h30m or 900s")
+        if resolve is not None and (fraction := parse_percent(resolve)) is None:
+            raise UsageError(f"--resolve {resolve!r}: expected a percentage like 5%")
+        if rounds is not None and (budget, resolve, min_rounds) != (None, None, None):
+            raise UsageError(
+                "--rounds asks for a fixed design; --budget, --resolve and --min-rounds are "
+                "for the sequential one: give one or the other"
+            )
+        return cls(
+            preset="quick" if quick else preset,
+            budget_s=budget_s,
+            resolve=fraction,
+            min_rounds=min_rounds,
+            rounds=rounds,
+        )
+
+    def settings(self, suite: Suite) -> SuiteSettings:
+        """The preset's settings with this request on top."""
+        chosen = suite.preset(self.preset)
+        changes: dict[str, Any] = {}
+        if self.budget_s is not None:
+            changes["budget_s"] = self.budget_s
+        if self.resolve is not None:
+            changes["resolve"] = self.resolve
+        if self.min_rounds is not None:
+            changes["min_rounds"] = self.min_rounds
+            changes["max_rounds"] = max(chosen.max_rounds, self.min_rounds)
+        if self.rounds is not None:
+            changes["rounds"] = self.rounds
+        elif changes:
+            changes["rounds"] = None
+        return dataclasses.replace(chosen, **changes)
