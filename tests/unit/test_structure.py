@@ -537,11 +537,6 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         '"scenarios"',
         "`tfbuild scenarios`' text, with the scenarios",
     ),
-    "tfbuild.results.calibration": (
-        "tests/unit/analysis/test_calibration.py",
-        "tfbuild.results.calibration",
-        "calibration records, read by the analysis",
-    ),
     "tfbuild.runtime.container": (
         "tests/integration/test_runtime_image.py",
         "DockerRuntime",

@@ -44,15 +44,15 @@ class Target:
     """The CPU (and, for a real host, the system) a verdict is for."""
 
     label: str
-    flags: frozenset[str]
+    cpu: cpu.CpuModel
     glibc: str | None = None
     gpus: GpuInfo | None = None
 
 
 def target_for_host(host: HostProfile) -> Target:
-    label = f"{host.cpu.model_name or host.cpu.vendor_id} ({cpu.level_name(host.cpu.level)})"
+    model = host.cpu.isa
     glibc = host.system.glibc if host.system else None
-    return Target(label, host.cpu.flags, glibc, host.gpus)
+    return Target(f"{model.name} ({model.level_name})", model, glibc, host.gpus)
 
 
 def target_for_model(model: str) -> Target:
@@ -70,7 +70,7 @@ def target_for_model(model: str) -> Target:
             f"--cpu {model!r}: unknown CPU model (expected a -march name or a qemu model: "
             f"{', '.join(known)})" + did_you_mean(model, known)
         )
-    return Target(f"{model} (as -march={march})", table[march].flags)
+    return Target(f"{model} (as -march={march})", cpu.CpuModel.named(march))
 
 
 GPU_FORMS = (
@@ -128,8 +128,8 @@ def required_flags(report: AuditReport) -> set[str]:
 
 def verdict(report: AuditReport, target: Target) -> WheelVerdict:
     needed = required_flags(report)
-    missing = cpu.missing_flags(needed, target.flags)
-    top = cpu.highest_extension(target.flags)
+    missing = target.cpu.lacks(needed)
+    top = target.cpu.widest
     required = ", ".join(cpu.display_name(f) for f in report.needs.flags) or "x86-64"
     runs: bool | None = True
     blockers: list[str] = []
@@ -139,7 +139,7 @@ def verdict(report: AuditReport, target: Target) -> WheelVerdict:
         cpu_line = f"will crash here: needs {names}; this CPU has up to {top}"
         runs = False
         blockers.append(cpu_line)
-    elif unchecked := cpu.missing_flags(set(report.unchecked), target.flags):
+    elif unchecked := target.cpu.lacks(report.unchecked):
         names = ", ".join(cpu.display_name(f) for f in isa.minimal(unchecked))
         where = report.unchecked[sorted(unchecked)[0]][0]
         cpu_line = (

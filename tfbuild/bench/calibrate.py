@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from tfbuild.bench.failures import classify
+from tfbuild.bench.failures import recorded
 from tfbuild.bench.options import SessionOptions, Workspace, payload_config
 from tfbuild.bench.prepare import prepare
 from tfbuild.bench.session import new_results
@@ -75,29 +75,19 @@ def run_calibration(
     reporter.start(sum(map(len, orders)), f"calibrating {len(by_key)} configs x {rounds} rounds")
     steps = {b: STEPS[b] for b in calibration.benchmarks}
     for r, order in enumerate(orders):
-        for key in order:
+        for pos, key in enumerate(order):
             config = by_key[key]
             label = f"round {r + 1}/{rounds}: {key}"
             reporter.running(label)
+            started = now()
             outcome = runtimes[config.variant].run(
                 {**payload_config(calibration.benchmarks, config), "calibrate": steps},
                 config.env,
                 options.cpus,
                 options.timeout,
             )
-            failure = classify(outcome, options.timeout)
-            result = outcome.result or {}
-            run = CalibrationRun(
-                round=r,
-                config=key,
-                status="failed" if failure else "ok",
-                wall_s=outcome.wall_s,
-                import_s=result.get("import_s"),
-                smoke_s=result.get("smoke_s"),
-                payload_s=result.get("payload_s"),
-                benchmarks={n: step_times(e) for n, e in (result.get("benchmarks") or {}).items()},
-                failure=failure,
-            )
+            fields = recorded(outcome, options.timeout, step_times)
+            run = CalibrationRun(round=r, position=pos, config=key, started_at=started, **fields)
             calibration = save(path, replace(calibration, runs=(*calibration.runs, run)))
             reporter.advance(label)
     session = replace(calibration.session.session, complete=True, finished_at=now())

@@ -1,17 +1,39 @@
-"""Why a benchmark process failed, in words a user can act on: from how it ended (a signal, an
-exit code, a timeout) and the last lines it printed."""
+"""What a finished benchmark process records, and why it failed, in words a user can act on:
+from how it ended (a signal, an exit code, a timeout) and the last lines it printed."""
 
 from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
+from tfbuild.results.codec import Fields
 from tfbuild.results.model import RunFailure
 from tfbuild.runtime.base import RunOutcome
 
+T = TypeVar("T")
+
 _NUMPY2 = "compiled using NumPy 1.x cannot be run in NumPy 2"
+
+
+def recorded(
+    outcome: RunOutcome, timeout: float, entry: Callable[[Mapping[str, Any]], T]
+) -> Fields:
+    """The fields a finished process gives its ProcessRecord: how it ended, the payload's
+    phases and every benchmark's entry, read by `entry` (samples, or timed steps)."""
+    failure = classify(outcome, timeout)
+    result = outcome.result or {}
+    return {
+        "status": "failed" if failure else "ok",
+        "wall_s": outcome.wall_s,
+        "import_s": result.get("import_s"),
+        "smoke_s": result.get("smoke_s"),
+        "payload_s": result.get("payload_s"),
+        "threads": result.get("threads"),
+        "benchmarks": {name: entry(e) for name, e in (result.get("benchmarks") or {}).items()},
+        "failure": failure,
+    }
 
 
 def classify(outcome: RunOutcome, timeout: float) -> RunFailure | None:

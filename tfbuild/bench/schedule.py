@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from tfbuild.bench.failures import classify
+from tfbuild.bench.failures import recorded
 from tfbuild.bench.options import payload_config
 from tfbuild.progress import Reporter
 from tfbuild.results.codec import Record, benchmark_result, now
@@ -200,27 +200,10 @@ class Schedule:
             session.cpus,
             session.timeout_s,
         )
-        failure = classify(outcome, session.timeout_s)
-        result = outcome.result or {}
-        run = Run(
-            round=r,
-            position=pos,
-            config=config.key,
-            status="failed" if failure else "ok",
-            started_at=started,
-            wall_s=outcome.wall_s,
-            import_s=result.get("import_s"),
-            smoke_s=result.get("smoke_s"),
-            payload_s=result.get("payload_s"),
-            threads=result.get("threads"),
-            benchmarks={
-                name: benchmark_result(entry)
-                for name, entry in (result.get("benchmarks") or {}).items()
-            },
-            failure=failure,
-        )
-        if failure:
-            self.reporter.note(f"[red]fail[/] round {r + 1}: {config.key}: {failure.reason}")
+        fields = recorded(outcome, session.timeout_s, benchmark_result)
+        run = Run(round=r, position=pos, config=config.key, started_at=started, **fields)
+        if run.failure:
+            self.reporter.note(f"[red]fail[/] round {r + 1}: {config.key}: {run.failure.reason}")
         return run
 
     def look(self) -> Stop | None:

@@ -198,7 +198,7 @@ def make_recipe(
     warnings = facts.warning_copts
     copts = (*flags, *warnings)
     required = planned.required_flags or frozenset()
-    missing = cpu.missing_flags(required, host.cpu.flags)
+    missing = host.cpu.isa.lacks(required)
     march = planned.march
     elsewhere = host.source == "saved"  # `build --host`: the wheel is for another machine
     if march == "native" and elsewhere:

@@ -128,6 +128,67 @@ def marches() -> dict[str, March]:
     return result
 
 
+@dataclass(frozen=True)
+class CpuModel:
+    """A CPU as code built for it sees it: its name, its vendor and every extension it has, in
+    /proc/cpuinfo's words. It knows its x86-64 level, which code it runs (the partial order:
+    `a <= b` when b runs all code built for a), what it lacks of a wheel's needs, and the
+    -march it is safe to build for. TensorFlow's names of extensions (matrix.yaml's) and the
+    names a person reads are at its edges: `from_tf_names`, `display_name`."""
+
+    name: str
+    vendor_id: str
+    flags: frozenset[str]
+
+    @classmethod
+    def named(cls, march: str) -> CpuModel:
+        """The CPU a -march name (haswell, znver4, x86-64-v3) stands for: every extension a
+        compiler may use for it."""
+        spec = marches()[march]
+        vendor = next((v for v, key in _table()["vendors"].items() if key == spec.vendor), "")
+        return cls(march, vendor, spec.flags | spec.identify)
+
+    @classmethod
+    def from_tf_names(cls, name: str, tf_names: Iterable[str]) -> CpuModel:
+        """A CPU with the extensions matrix.yaml names (and what they imply)."""
+        return cls(name, "", frozenset(cpuinfo_flags_for(tf_names)) | level_flags()[0])
+
+    @property
+    def level(self) -> int:
+        """psABI level 1..4, 0 below the x86-64 baseline."""
+        return isa_level(self.flags)
+
+    @property
+    def level_name(self) -> str:
+        return level_name(self.level)
+
+    def __le__(self, other: CpuModel) -> bool:
+        """Whether `other` runs every instruction code built for this CPU may use."""
+        return self.flags <= other.flags
+
+    def runs(self, needs: Iterable[str]) -> bool:
+        """Whether code needing these extensions runs on this CPU."""
+        return not self.lacks(needs)
+
+    def lacks(self, needs: Iterable[str]) -> list[str]:
+        """The extensions of `needs` this CPU lacks: TensorFlow's in table order, then the rest."""
+        return missing_flags(needs, self.flags)
+
+    @property
+    def march(self) -> MarchChoice | None:
+        """The most specific -march whose code this CPU runs."""
+        return closest_march(self.vendor_id, self.flags)
+
+    @property
+    def widest(self) -> str:
+        """Its widest SIMD extension, for messages ("up to AVX2")."""
+        return highest_extension(self.flags)
+
+    def tf_flags(self) -> dict[str, bool]:
+        """matrix.yaml's extension names -> whether this CPU has it."""
+        return tf_flags_present(self.flags)
+
+
 def vendor_key(vendor_id: str) -> str:
     vendors: Mapping[str, str] = _table()["vendors"]
     return vendors.get(vendor_id, "other")

@@ -33,16 +33,21 @@ class CpuProfile:
     flags: frozenset[str]
 
     @functools.cached_property
+    def isa(self) -> cpu.CpuModel:
+        """This CPU as the code built for it sees it (`model` is its CPUID model number)."""
+        return cpu.CpuModel(self.model_name or self.vendor_id, self.vendor_id, self.flags)
+
+    @property
     def level(self) -> int:
-        return cpu.isa_level(self.flags)
+        return self.isa.level
 
     @functools.cached_property
     def march(self) -> cpu.MarchChoice | None:
-        return cpu.closest_march(self.vendor_id, self.flags)
+        return self.isa.march
 
     @property
     def tf_flags(self) -> dict[str, bool]:
-        return cpu.tf_flags_present(self.flags)
+        return self.isa.tf_flags()
 
 
 @dataclass(frozen=True)

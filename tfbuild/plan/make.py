@@ -229,10 +229,10 @@ def verdict(
     if required is None:
         fail("instruction sets not known until `tfbuild inspect` reads the wheel", None)
     else:
-        missing = cpu.missing_flags(required, host.cpu.flags)
+        missing = host.cpu.isa.lacks(required)
         if missing:
             names = ", ".join(cpu.display_name(f) for f in missing)
-            fail(f"needs {names}; this CPU has up to {cpu.highest_extension(host.cpu.flags)}")
+            fail(f"needs {names}; this CPU has up to {host.cpu.isa.widest}")
     if (refused := toolchain_refusal(variant) or config_refusal(variant)) is not None:
         fail(refused)
     refusal = cuda_refusal(variant)

@@ -13,7 +13,7 @@ from tfbuild.errors import ResultsError
 from tfbuild.jsonrecords import record
 from tfbuild.results import codec, documents
 from tfbuild.results.model import SCHEMA as RESULTS_SCHEMA
-from tfbuild.results.model import Results, RunFailure
+from tfbuild.results.model import ProcessRecord, Results
 
 SCHEMA = "tfbuild.calibration/1"
 
@@ -43,16 +43,8 @@ class StepTimes:
 
 
 @dataclass(frozen=True, kw_only=True)
-class CalibrationRun:
-    round: int
-    config: str
-    status: str
-    wall_s: float
-    import_s: float | None = None
-    smoke_s: float | None = None
-    payload_s: float | None = None
-    benchmarks: Mapping[str, StepTimes]
-    failure: RunFailure | None = None
+class CalibrationRun(ProcessRecord[StepTimes]):
+    """A calibration's process: every benchmark's timed steps."""
 
     @property
     def ok(self) -> bool:
@@ -75,18 +67,7 @@ def _steps(data: Mapping[str, Any]) -> StepTimes:
 
 
 def _run(data: Mapping[str, Any]) -> CalibrationRun:
-    failure = data.get("failure")
-    return CalibrationRun(
-        round=data["round"],
-        config=data["config"],
-        status=data["status"],
-        wall_s=data["wall_s"],
-        import_s=data.get("import_s"),
-        smoke_s=data.get("smoke_s"),
-        payload_s=data.get("payload_s"),
-        benchmarks={n: _steps(e) for n, e in data["benchmarks"].items()},
-        failure=record(RunFailure, failure) if failure else None,
-    )
+    return CalibrationRun(**codec.process_fields(data, _steps))
 
 
 def load(path: Path) -> CalibrationResults:
@@ -105,27 +86,11 @@ def load(path: Path) -> CalibrationResults:
         raise ResultsError(f"{path}: not a calibration file tfbuild can read ({exc})") from exc
 
 
-def _run_json(run: CalibrationRun) -> dict[str, Any]:
-    failure = None
-    if run.failure is not None:
-        failure = {k: v for k, v in vars(run.failure).items() if v is not None}
+def _steps_json(entry: StepTimes) -> dict[str, Any]:
     return {
-        "round": run.round,
-        "config": run.config,
-        "status": run.status,
-        "wall_s": run.wall_s,
-        "import_s": run.import_s,
-        "smoke_s": run.smoke_s,
-        "payload_s": run.payload_s,
-        "benchmarks": {
-            name: {
-                key: list(value) if key == "steps_s" else value
-                for key, value in vars(entry).items()
-                if value is not None and not (key == "steps_s" and entry.error is not None)
-            }
-            for name, entry in run.benchmarks.items()
-        },
-        "failure": failure,
+        key: list(value) if key == "steps_s" else value
+        for key, value in vars(entry).items()
+        if value is not None and not (key == "steps_s" and entry.error is not None)
     }
 
 
@@ -145,7 +110,7 @@ def save(path: Path, calibration: CalibrationResults) -> CalibrationResults:
             "benchmarks": list(calibration.benchmarks),
             "steps": dict(calibration.steps),
         },
-        "runs": [_run_json(run) for run in calibration.runs],
+        "runs": [codec.process_json(run, _steps_json) for run in calibration.runs],
     }
     documents.write_json(path, document)
     return replace(calibration, session=stamped)

@@ -33,6 +33,7 @@ from tfbuild.results.model import (
     Failure,
     Look,
     LookEstimate,
+    ProcessRecord,
     Results,
     Run,
     RunFailure,
@@ -49,6 +50,9 @@ from tfbuild.results.model import (
 from tfbuild.store import Manifest
 
 T = TypeVar("T")
+
+Fields = dict[str, Any]
+"""A record's fields by name, as its constructor takes them."""
 
 Record = Callable[[Results], Results]
 """Writes a session's results and returns them as written (a session has one writer)."""
@@ -228,22 +232,27 @@ def benchmark_result(data: Mapping[str, Any]) -> BenchmarkResult:
     return record(BenchmarkResult, {**data, "samples": samples})
 
 
-def _run(data: Mapping[str, Any]) -> Run:
+def process_fields(data: Mapping[str, Any], entry: Callable[[Mapping[str, Any]], T]) -> Fields:
+    """A recorded process's fields (ProcessRecord's), each benchmark's entry read by `entry`."""
     failure = data.get("failure")
-    return Run(
-        round=data["round"],
-        position=data.get("position"),
-        config=data["config"],
-        status=data["status"],
-        started_at=data.get("started_at"),
-        wall_s=data["wall_s"],
-        import_s=data.get("import_s"),
-        smoke_s=data.get("smoke_s"),
-        payload_s=data.get("payload_s"),
-        threads=data.get("threads"),
-        benchmarks={name: benchmark_result(entry) for name, entry in data["benchmarks"].items()},
-        failure=record(RunFailure, failure) if failure else None,
-    )
+    return {
+        "round": data["round"],
+        "position": data.get("position"),
+        "config": data["config"],
+        "status": data["status"],
+        "started_at": data.get("started_at"),
+        "wall_s": data["wall_s"],
+        "import_s": data.get("import_s"),
+        "smoke_s": data.get("smoke_s"),
+        "payload_s": data.get("payload_s"),
+        "threads": data.get("threads"),
+        "benchmarks": {name: entry(e) for name, e in data["benchmarks"].items()},
+        "failure": record(RunFailure, failure) if failure else None,
+    }
+
+
+def _run(data: Mapping[str, Any]) -> Run:
+    return Run(**process_fields(data, benchmark_result))
 
 
 def _config(data: Mapping[str, Any]) -> ConfigEntry:
@@ -426,6 +435,11 @@ def _benchmark_json(b: BenchmarkResult) -> dict[str, Any]:
 
 
 def run_json(run: Run) -> dict[str, Any]:
+    return process_json(run, _benchmark_json)
+
+
+def process_json(run: ProcessRecord[T], entry: Callable[[T], dict[str, Any]]) -> dict[str, Any]:
+    """A process's JSON form, each benchmark's entry written by `entry`."""
     failure = None
     if run.failure is not None:
         failure = {k: v for k, v in asdict(run.failure).items() if v is not None}
@@ -440,7 +454,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "smoke_s": run.smoke_s,
         "payload_s": run.payload_s,
         "threads": run.threads,
-        "benchmarks": {name: _benchmark_json(b) for name, b in run.benchmarks.items()},
+        "benchmarks": {name: entry(b) for name, b in run.benchmarks.items()},
         "failure": failure,
     }
 

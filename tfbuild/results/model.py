@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from tfbuild.config.model import PipSettings
 from tfbuild.machine.peak import Peak
@@ -79,9 +79,13 @@ class RunFailure:
     stderr_tail: str | None = None
 
 
+E = TypeVar("E")
+
+
 @dataclass(frozen=True, kw_only=True)
-class Run:
-    """One config run once, in a fresh process, in one round."""
+class ProcessRecord(Generic[E]):
+    """One config run once, in a fresh process, in one round, whatever it timed: each
+    benchmark's entry (E) is a bench session's samples or a calibration's timed steps."""
 
     round: int
     position: int | None
@@ -95,12 +99,17 @@ class Run:
     payload_s: float | None = None
     threads: Json | None = None
     """The thread pools and environment in force inside the process, as the payload saw them."""
-    benchmarks: Mapping[str, BenchmarkResult] = field(default_factory=dict)
+    benchmarks: Mapping[str, E] = field(default_factory=dict)
     failure: RunFailure | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run(ProcessRecord[BenchmarkResult]):
+    """A bench session's process: every benchmark's samples."""
 
     def values(self) -> dict[str, float]:
         """benchmark -> this run's value, for the benchmarks that measured something."""

@@ -195,7 +195,7 @@ def test_wheel_report_verdicts_and_cache(tmp_path: Path) -> None:
     old = verdict(report, target_for_model("sandybridge"))
     assert old.runs is False
     assert old.cpu == "will crash here: needs AVX2; this CPU has up to AVX"
-    old_glibc = Target("old distro", haswell.flags, glibc="2.31")
+    old_glibc = Target("old distro", haswell.cpu, glibc="2.31")
     result = verdict(report, old_glibc)
     assert (
         result.runs is False

@@ -228,3 +228,34 @@ def test_march_table_matches_gcc() -> None:
         assert ours <= enabled, f"{name}: table requires {sorted(ours - enabled)} beyond GCC"
         compared += 1
     assert compared >= 21
+
+
+def test_a_cpu_model_orders_cpus_by_the_code_they_run() -> None:
+    """The partial order "runs all code built for": Haswell's code runs on Skylake-SP, not the
+    reverse; Zen 3 and Skylake-SP each lack something of the other; every named -march is
+    its own closest -march, with the vendor it belongs to."""
+    haswell, skx = cpu.CpuModel.named("haswell"), cpu.CpuModel.named("skylake-avx512")
+    zen3 = cpu.CpuModel.named("znver3")
+    assert haswell <= skx and not skx <= haswell
+    assert not zen3 <= skx and not skx <= zen3
+    assert haswell.level_name == "x86-64-v3" and skx.level == 4
+    assert skx.lacks(haswell.flags) == [] and skx.runs(haswell.flags)
+    assert haswell.lacks(["avx512f", "avx2", "zzz"]) == ["avx512f", "zzz"]
+    assert haswell.widest == "AVX2" and skx.widest == "AVX512F"
+    for name in cpu.marches():
+        model = cpu.CpuModel.named(name)
+        choice = model.march
+        assert choice is not None and choice.name == name, (name, choice)
+    assert zen3.vendor_id == "AuthenticAMD" and haswell.vendor_id == "GenuineIntel"
+
+
+def test_a_cpu_model_from_matrix_names_and_from_a_host() -> None:
+    """matrix.yaml's names (with what they imply) at one edge, a host's /proc/cpuinfo at the
+    other: the same model either way."""
+    wanted = cpu.CpuModel.from_tf_names("avx2 build", ["avx2", "fma"])
+    assert {"avx2", "avx", "fma", "sse4_2"} <= wanted.flags
+    host = profile_from_cpuinfo(FIXTURES / "cpuinfo" / "haswell-xeon-e5-2680v3.cpuinfo").cpu.isa
+    assert wanted <= host and host.runs(wanted.flags)
+    assert host.march is not None and host.march.name == "haswell"
+    assert host.tf_flags()["avx2"] is True and host.tf_flags()["avx512f"] is False
+    assert not host <= cpu.CpuModel.named("sandybridge")
