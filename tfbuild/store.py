@@ -8,21 +8,15 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from tfbuild import wheelfile
 from tfbuild.files import atomic_write_json, sha256_of
+from tfbuild.jsonrecords import frozen_record
 
 MANIFEST_SCHEMA = "tfbuild.manifest/1"
 
 Json = Mapping[str, Any]
-_Record = TypeVar("_Record", "SourceBuild", "Manifest")
-
-
-def _fields(cls: type[_Record], data: Json) -> dict[str, Any]:
-    """The keys of `data` that are fields of `cls`, lists as tuples (the records are frozen)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
 
 
 def _json(record: SourceBuild | Manifest, skip: frozenset[str]) -> dict[str, Any]:
@@ -115,12 +109,9 @@ class Manifest:
         known = {f.name for f in dataclasses.fields(cls)} | {
             f.name for f in dataclasses.fields(SourceBuild)
         }
-        build = SourceBuild(**_fields(SourceBuild, data)) if data.get("source") == "bazel" else None
-        return cls(
-            **_fields(cls, {k: v for k, v in data.items() if k not in ("build", "other")}),
-            build=build,
-            other={k: v for k, v in data.items() if k not in known and k != "schema"},
-        )
+        build = frozen_record(SourceBuild, data) if data.get("source") == "bazel" else None
+        other = {k: v for k, v in data.items() if k not in known and k != "schema"}
+        return frozen_record(cls, data, build=build, other=other)
 
     def to_json(self) -> dict[str, Any]:
         build = _json(self.build, frozenset()) if self.build is not None else {}

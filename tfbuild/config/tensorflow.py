@@ -8,18 +8,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from tfbuild.config.values import TF_VERSION_RE
+from tfbuild.jsonrecords import frozen_record
 from tfbuild.resources import load_table
-
-
-def _record(cls: Any, data: Mapping[str, Any], **given: Any) -> Any:
-    """A `cls` of the table entry's keys, lists as tuples (the records are frozen)."""
-    names = {f.name for f in fields(cls)}
-    taken = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
-    return cls(**taken, **given)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,18 +107,23 @@ class _Facts:
 @functools.cache
 def _facts() -> _Facts:
     table = load_table("tensorflow")
-    eras = {n: _record(Era, e, name=n, table=e) for n, e in table["eras"].items()}
-    compilers = {n: _record(Compiler, c, name=n, table=c) for n, c in table["compilers"].items()}
+    eras = {n: frozen_record(Era, e, name=n, table=e) for n, e in table["eras"].items()}
+    compilers = {
+        n: frozen_record(Compiler, c, name=n, table=c) for n, c in table["compilers"].items()
+    }
     releases = {
-        minor: _record(Release, {k: v for k, v in r.items() if k not in ("era", "compiler")},
-                       minor=minor, era=eras[r["era"]], compiler=compilers[r["compiler"]])
+        minor: frozen_record(
+            Release, r, minor=minor, era=eras[r["era"]], compiler=compilers[r["compiler"]]
+        )
         for minor, r in table["releases"].items()
-    }  # fmt: skip
+    }
     return _Facts(
         repository=table["repository"],
         bazelisk=table["bazelisk"],
         releases=releases,
-        configs={n: _record(ConfigSpan, c or {}, name=n) for n, c in table["configs"].items()},
+        configs={
+            n: frozen_record(ConfigSpan, c or {}, name=n) for n, c in table["configs"].items()
+        },
         distributions={n: tuple(d["cpu_flags"]) for n, d in table["distributions"].items()},
     )
 
