@@ -24,10 +24,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO, Any
 
 from tfbuild.errors import BuildFailed, EngineUnavailable
+from tfbuild.files import extract_tree, tar_of
 from tfbuild.wording import first_line
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
@@ -332,9 +333,16 @@ def container(spec: ContainerSpec) -> Iterator[Container]:
     if _cancelled.is_set():
         raise Cancelled("interrupted")
     name = f"tfbuild-{spec.role}-{secrets.token_hex(4)}"
-    handle = client().containers.create(
-        spec.image, list(spec.command), name=name, **_sdk_options(spec)
-    )
+    try:
+        handle = client().containers.create(
+            spec.image, list(spec.command), name=name, **_sdk_options(spec)
+        )
+    except BaseException as exc:
+        from docker.errors import APIError
+
+        if not isinstance(exc, APIError):  # refused by the engine: nothing was made
+            _remove_made(name)
+        raise
     with _lock:
         _running[name] = handle
     try:
@@ -349,6 +357,25 @@ def container(spec: ContainerSpec) -> Iterator[Container]:
         else:
             with contextlib.suppress(Exception):
                 handle.remove(force=True, v=True)  # with its anonymous volumes
+
+
+def _remove_made(name: str, wait_s: float = 5.0) -> None:
+    """Remove a container whose creation was interrupted (Ctrl-C, SIGTERM, a lost connection):
+    the engine may have made it after the request left, or be making it still, so its name is
+    looked for until `wait_s` has passed."""
+    from docker.errors import APIError, NotFound
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            client().api.remove_container(name, force=True, v=True)
+            return
+        except NotFound:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.2)
+        except (APIError, OSError):  # the engine is gone or busy with it: nothing more to do
+            return
 
 
 def run_to_end(made: Container, log: Log | None, timeout: float | None) -> tuple[int, bool]:
@@ -431,55 +458,15 @@ def run_and_collect(
 
         try:
             with archive_of(created, folder) as archive:
-                _extract_tree(archive, dest)
+                extract_tree(archive, dest)
         except NotFound:
             pass  # the command failed before writing anything: its output says why
     return code, output
 
 
-def _extract_tree(archive: tarfile.TarFile, dest: Path) -> None:
-    """Plain files and folders only, never outside `dest` (tarfile's "data" filter needs
-    Python >= 3.10.12)."""
-    for member in archive.getmembers():
-        relative = Path(member.name)
-        if relative.is_absolute() or ".." in relative.parts:
-            continue
-        target = dest / relative
-        if member.isdir():
-            target.mkdir(parents=True, exist_ok=True)
-        elif member.isfile() and (source := archive.extractfile(member)) is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with target.open("wb") as out:
-                shutil.copyfileobj(source, out)
-
-
 def signal_status(code: int) -> int:
     """Container exit codes 128+N mean 'killed by signal N' (docker-init reports it so)."""
     return -(code - 128) if 128 < code < 160 else code
-
-
-def tar_of(
-    files: Mapping[str, tuple[bytes, int]], read_only: Mapping[str, bytes] | None = None
-) -> bytes:
-    """A tar of `files` (name -> (data, owner uid = gid)), and of `read_only` ones (name ->
-    data): owned by root, 0444, in folders of root's at 0555, so nobody else can change them."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, (data, owner) in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.uid, info.gid = len(data), 0o644, owner, owner
-            tar.addfile(info, io.BytesIO(data))
-        read_only = read_only or {}
-        folders = sorted({str(p) for n in read_only for p in PurePosixPath(n).parents} - {"."})
-        for folder in folders:
-            info = tarfile.TarInfo(folder)
-            info.type, info.mode = tarfile.DIRTYPE, 0o555
-            tar.addfile(info)
-        for name, data in read_only.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o444
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def read_file(created: Container, path: str) -> bytes | None:

@@ -1,4 +1,4 @@
-"""Files tfbuild produces, locks, and digests.
+"""Files tfbuild produces, locks, digests and archives.
 
 Every output (manifests, results, reports, JSON documents) goes to a temporary file in the
 target folder and is renamed into place, so a reader never sees half of one and an interrupted
@@ -10,11 +10,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import io
 import json
 import os
+import shutil
+import tarfile
 import tempfile
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Iterator, Mapping
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 
@@ -94,3 +97,43 @@ def digest(*parts: Any) -> str:
     """A stable sha256 over JSON-able parts (rendered files, arguments, source revisions)."""
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def tar_of(
+    files: Mapping[str, tuple[bytes, int]], read_only: Mapping[str, bytes] | None = None
+) -> bytes:
+    """A tar of `files` (name -> (data, owner uid = gid)), and of `read_only` ones (name ->
+    data): owned by root, 0444, in folders of root's at 0555, so nobody else can change them."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, (data, owner) in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.uid, info.gid = len(data), 0o644, owner, owner
+            tar.addfile(info, io.BytesIO(data))
+        read_only = read_only or {}
+        folders = sorted({str(p) for n in read_only for p in PurePosixPath(n).parents} - {"."})
+        for folder in folders:
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode = tarfile.DIRTYPE, 0o555
+            tar.addfile(info)
+        for name, data in read_only.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o444
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def extract_tree(archive: tarfile.TarFile, dest: Path) -> None:
+    """Plain files and folders only, never outside `dest` (tarfile's "data" filter needs
+    Python >= 3.10.12)."""
+    for member in archive.getmembers():
+        relative = Path(member.name)
+        if relative.is_absolute() or ".." in relative.parts:
+            continue
+        target = dest / relative
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif member.isfile() and (source := archive.extractfile(member)) is not None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("wb") as out:
+                shutil.copyfileobj(source, out)

@@ -23,6 +23,7 @@ from tfbuild.config.model import PipSettings
 from tfbuild.errors import InstallError
 from tfbuild.machine.pythons import RUNNING_PYTHON, find_python
 from tfbuild.runtime.container import DockerRuntime
+from tfbuild.runtime.records import PayloadConfig
 from tfbuild.store import Artifact
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -188,7 +189,7 @@ def test_a_cuda_build_asks_the_engine_for_every_gpu(base_image: str, tmp_path: P
         made.image = base_image
         return made
 
-    config = {"benchmarks": ["matmul-pinned"]}
+    config = PayloadConfig(benchmarks=("matmul-pinned",))
     cpu = runtime(Artifact("cpu", probe, digest, (), None)).run(config, {}, None, timeout=60)
     assert cpu.returncode != 0 and cpu.result is None, cpu
     gpu = runtime(Artifact("gpu", probe, digest, (), None, ("and-cuda",)))

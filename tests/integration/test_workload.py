@@ -20,7 +20,7 @@ import pytest
 from support.cli import run_tfbuild
 from support.models import SEQ, make_models
 
-from tfbuild import engine
+from tfbuild import engine, files
 from tfbuild.bench.workload import WorkloadRequest, digest_of, payload_spec, resolve
 from tfbuild.config.values import XLA_AUTO_FLAGS
 from tfbuild.resources import data_path
@@ -374,7 +374,7 @@ def test_a_workload_volume_cut_short_is_filled_again(base_image: str) -> None:
     name = f"tfbuild-workload-test-{uuid.uuid4().hex[:12]}"
     volumes = docker.from_env().volumes
     volumes.create(name, labels={"org.tfbuild": "workload"})
-    data = engine.tar_of({}, {"model/saved_model.pb": b"pb"})
+    data = files.tar_of({}, {"model/saved_model.pb": b"pb"})
     try:
         assert engine.filled_volume(name, base_image, data, {"org.tfbuild": "workload"})
         assert not engine.filled_volume(name, base_image, data, {"org.tfbuild": "workload"})

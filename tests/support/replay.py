@@ -30,6 +30,7 @@ from tfbuild.results.model import (
     config_entry,
 )
 from tfbuild.runtime.base import RunOutcome, RuntimeEnv
+from tfbuild.runtime.records import PayloadConfig, RuntimeRecord
 from tfbuild.store import Artifact
 
 POOL_FILE = FIXTURES / "results" / "null-6copies-12rounds.json"
@@ -91,7 +92,7 @@ class ReplayRuntime(RuntimeEnv):
 
     def run(
         self,
-        config: Mapping[str, Any],
+        config: PayloadConfig,
         env: Mapping[str, str],
         cpus: Sequence[int] | None,
         timeout: float,
@@ -113,8 +114,10 @@ class ReplayRuntime(RuntimeEnv):
         result = {k: recorded[k] for k in ("import_s", "smoke_s", "payload_s", "threads")}
         return RunOutcome(0, {**result, "benchmarks": benchmarks}, "", real.wall_s)
 
-    def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind}
+    def describe(self) -> RuntimeRecord:
+        return RuntimeRecord(
+            kind=self.kind, wheel=self.artifact.wheel.name, sha256=self.artifact.sha256
+        )
 
 
 def session(configs: int, design: Design, seed: int, template: Results | None = None) -> Results:

@@ -5,6 +5,7 @@ or, with --keep-containers, left stopped and named."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,3 +124,38 @@ def test_keep_containers_leaves_them_and_names_them_at_the_end(
         for name in left():
             client.containers.get(name).remove(force=True)
         client.images.remove(image)
+
+
+@pytest.mark.parametrize("moment", ["after", "in-flight"])
+def test_an_interrupted_creation_leaves_no_container(
+    base_image: str, moment: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C (or a CI step's time limit) landing while the engine creates the container: the
+    engine makes it all the same, `after` the request returned (the interrupt hits before the
+    handle is kept) or while it is still `in-flight` (here made 0.5 s later, as a loaded
+    engine does). Either way no container is left. The interrupt is injected at that moment
+    (a signal cannot be timed to land there); the engine and its containers are real."""
+    from docker.models.containers import ContainerCollection
+
+    real = ContainerCollection.create
+    made: list[threading.Thread] = []
+
+    def create(self: ContainerCollection, *args: object, **kwargs: object) -> object:
+        if moment == "after":
+            real(self, *args, **kwargs)
+        else:
+            late = threading.Timer(0.5, real, (self, *args), kwargs)
+            late.start()
+            made.append(late)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ContainerCollection, "create", create)
+    case = uuid.uuid4().hex[:12]
+    spec = engine.ContainerSpec(base_image, ("true",), "test", labels={"org.tfbuild.case": case})
+    with pytest.raises(KeyboardInterrupt), engine.container(spec):
+        pass
+    for late in made:
+        late.join()
+    ours = {"label": f"org.tfbuild.case={case}"}
+    left = docker.from_env().containers.list(all=True, filters=ours)
+    assert [c.name for c in left] == []

@@ -81,7 +81,7 @@ def run_calibration(
             reporter.running(label)
             started = now()
             outcome = runtimes[config.variant].run(
-                {**payload_config(calibration.benchmarks, config), "calibrate": steps},
+                replace(payload_config(calibration.benchmarks, config), calibrate=steps),
                 config.env,
                 options.cpus,
                 options.timeout,

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tfbuild.bench.workload import BENCHMARKS as WORKLOAD_BENCHMARKS
 from tfbuild.bench.workload import payload_spec
 from tfbuild.config.model import SuiteSettings
 from tfbuild.results.model import ConfigEntry, Workload
+from tfbuild.runtime.records import PayloadConfig
 from tfbuild.store import WheelStore
 
 
@@ -52,13 +52,13 @@ class Workspace:
 
 def payload_config(
     benchmarks: Sequence[str], config: ConfigEntry, workload: Workload | None = None
-) -> dict[str, Any]:
+) -> PayloadConfig:
     """What the payload is told to run for a config: the suite's benchmarks, and the user's
     model when the session measures one."""
-    return {
-        "benchmarks": [b for b in benchmarks if b not in WORKLOAD_BENCHMARKS],
-        "intra_op": config.intra_op,
-        "inter_op": config.inter_op,
-        "xla": config.xla,
-        **({"workload": payload_spec(workload)} if workload else {}),
-    }
+    return PayloadConfig(
+        benchmarks=tuple(b for b in benchmarks if b not in WORKLOAD_BENCHMARKS),
+        intra_op=config.intra_op,
+        inter_op=config.inter_op,
+        xla=config.xla,
+        workload=payload_spec(workload) if workload else None,
+    )

@@ -33,6 +33,7 @@ from tfbuild.results.codec import Record
 from tfbuild.results.model import Failure, Results, VariantRecord, WheelRecord
 from tfbuild.runtime.base import RuntimeEnv
 from tfbuild.runtime.make import RuntimeSettings, make_runtime
+from tfbuild.runtime.records import PayloadConfig
 from tfbuild.store import Manifest
 
 _STAGE_OF = {NotBuiltError: "fetch", IncompatibleWheel: "inspect", BadWheel: "inspect"}
@@ -169,9 +170,10 @@ def _prepare_variant(
         return fail_variant(results, name, _STAGE_OF.get(type(exc), "install"), str(exc)), None
     results = results.with_variant(name, entry)
     reporter.running(f"smoke test {name}")
-    smoke_config: dict[str, Any] = {"benchmarks": [], "intra_op": None, "inter_op": None}
-    if results.suite.workload is not None:
-        smoke_config |= {"workload": payload_spec(results.suite.workload), "check_workload": True}
+    workload = results.suite.workload
+    smoke_config = PayloadConfig(
+        smoke_test=True, workload=payload_spec(workload) if workload is not None else None
+    )
     outcome = runtime.run(smoke_config, {}, options.cpus, options.timeout)
     failure = classify(outcome, options.timeout)
     if failure is not None:

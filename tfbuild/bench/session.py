@@ -239,21 +239,6 @@ def resume_session(path: Path, workspace: Workspace, reporter: Reporter, looker:
             "session"
         )
     _same_workload(path, results.suite.workload)
-    missing = [
-        key
-        for key, value in (
-            ("looks", results.looks),
-            ("order", results.order),
-            ("variants", results.variants),
-            ("design", results.session.design),
-        )
-        if value is None
-    ]
-    if missing:
-        raise ResultsError(
-            f"{path}: cannot be resumed: {', '.join(missing)} missing or damaged (a session "
-            "written by an older tfbuild, or edited); start a new session"
-        )
     try:
         with locked(session_lock(path), wait=False):
             return _resume(path, results, workspace, reporter, looker)
@@ -272,8 +257,8 @@ def _resume(
         if entry.status != "ready":
             continue
         recorded = entry.artifact
-        runtime = entry.runtime or {}
-        if recorded is None or "kind" not in runtime:
+        runtime = entry.runtime
+        if recorded is None or runtime is None:
             raise ResultsError(f"{path}: variant {name!r} is ready but records no wheel")
         artifact = recorded.artifact(entry.manifest)
         wheel = artifact.wheel
@@ -282,7 +267,7 @@ def _resume(
                 f"{path}: variant {name!r} was measured with {wheel} "
                 f"(sha256 {artifact.sha256[:12]}...), which is gone or has changed"
             )
-        made = make_runtime(runtime["kind"], artifact, settings)
+        made = make_runtime(runtime.kind, artifact, settings)
         made.prepare()
         runtimes[name] = made
     reporter.note(

@@ -20,12 +20,7 @@ from tfbuild.errors import UsageError
 from tfbuild.machine import cpu
 from tfbuild.machine.profile import HostProfile
 from tfbuild.plan.make import PlannedVariant
-from tfbuild.plan.target import (
-    floor_added,
-    plain_cpu,
-    recipe_refusal,
-    shown_flags,
-)
+from tfbuild.plan.target import floor_added, plain_cpu, recipe_refusal
 
 CACHE_MOUNT = "/cache"
 SOURCE_DIR = "/src"
@@ -223,8 +218,8 @@ def make_recipe(
             + ", ".join(cpu.display_name(f) for f in missing)
         )
 
-    if added := floor_added(variant, host):
-        floor = shown_flags(added)
+    if added := floor_added(variant, host).asked:
+        floor = ", ".join(cpu.display_name(f) for f in added)
         notes.append(
             f"{floor} added: TensorFlow {minor}'s own wheels are built with "
             f"{'it' if len(added) == 1 else 'them'} (--config=avx_linux), and no variant is built "

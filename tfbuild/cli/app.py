@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from tfbuild import __version__
-from tfbuild.cli.options import debug_option, keep_containers_option
+from tfbuild.cli.options import Command, debug_option, keep_containers_option
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -19,3 +19,6 @@ def cli() -> None:
     `tfbuild run` is the whole loop (build or fetch, inspect, bench, compare, report); the
     commands below are its steps and tools. `tfbuild COMMAND --help` tells each one's options.
     """
+
+
+cli.command_class = Command

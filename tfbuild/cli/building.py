@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import shlex
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from tfbuild.cli.options import (
 )
 from tfbuild.cli.planning import build_target, read_matrix
 from tfbuild.cli.values import Selection, printable_path
-from tfbuild.config.model import Matrix, Variant
+from tfbuild.config.model import Variant
 from tfbuild.config.settings import BAZEL_CACHE_ENV, TF_SOURCE_ENV
 from tfbuild.errors import BuildFailed, EngineUnavailable, UsageError
 from tfbuild.plan.make import Plan, PlannedVariant
@@ -153,9 +152,7 @@ def build(
         host=host_path,
         quiet=quiet,
     )
-    matrix = read_matrix(settings.matrix, settings.tensorflow)
-    if settings.bazel_cache:
-        matrix = _with_bazel_cache(matrix, settings.bazel_cache)
+    matrix = read_matrix(settings.matrix, settings.tensorflow, settings.bazel_cache)
     chosen: list[Variant]
     if settings.variants:
         chosen = list(dict.fromkeys(matrix.variant(name) for name in settings.variants))
@@ -202,20 +199,6 @@ def build(
         failures = build_many(planned, plan, store, reporter, options, settings.jobs)
     if failures:
         raise BuildFailed(f"{len(failures)} of {len(planned)} builds failed; see above")
-
-
-def _with_bazel_cache(matrix: Matrix, cache: str) -> Matrix:
-    from tfbuild.config.values import PATH_RE, VOLUME_RE
-
-    expanded = str(Path(cache).expanduser())
-    absolute = expanded.startswith("/") and PATH_RE.fullmatch(expanded)
-    if not (VOLUME_RE.fullmatch(expanded) or absolute):
-        raise UsageError(
-            f"--bazel-cache {cache!r}: expected a Docker volume name or an absolute path"
-        )
-    bazel = dataclasses.replace(matrix.defaults.bazel, cache=expanded)
-    defaults = dataclasses.replace(matrix.defaults, bazel=bazel)
-    return dataclasses.replace(matrix, defaults=defaults)
 
 
 def _print_dry_run(planned: PlannedVariant, plan: Plan, options: BuildOptions) -> None:

@@ -4,13 +4,13 @@ them set when parsed); what their values mean is tfbuild.cli.values."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from tfbuild.config.settings import CACHE_ENV, RESULTS_ENV, STORE_ENV
+from tfbuild.config.settings import CACHE_ENV, RESULTS_ENV, STORE_ENV, Setting, shown
 from tfbuild.engine import KEEP_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -26,6 +26,45 @@ def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     Flags.debug = Flags.debug or value
 
 
+def given_settings(ctx: click.Context) -> list[Setting]:
+    """A command's options as it received them, each with the layer that set it: the command
+    line, the environment (its variable named) or the default."""
+    from click.core import ParameterSource
+
+    found = []
+    for param in ctx.command.params:
+        if not param.expose_value or param.name is None or param.name not in ctx.params:
+            continue
+        source = ctx.get_parameter_source(param.name)
+        name = max(param.opts, key=len) if isinstance(param, click.Option) else (
+            param.human_readable_name
+        )  # fmt: skip
+        value = shown(ctx.params[param.name])
+        if source is ParameterSource.COMMANDLINE:
+            found.append(Setting(name, value, "option", name))
+        elif source is ParameterSource.ENVIRONMENT:
+            found.append(Setting(name, value, "environment", str(param.envvar)))
+        else:
+            found.append(Setting(name, value, "default", "built in"))
+    return found
+
+
+def debug_settings(settings: Iterable[Setting]) -> None:
+    """With --debug, each setting and where it came from, on stderr."""
+    if Flags.debug:
+        for s in settings:
+            click.echo(f"tfbuild: debug: {s.name} = {s.value}  [{s.source}]", err=True)
+
+
+class Command(click.Command):
+    """A tfbuild command: with --debug, it first says on stderr what each of its options is and
+    where that came from (and the matrix's settings, when it reads one)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        debug_settings(given_settings(ctx))
+        return super().invoke(ctx)
+
+
 def _switch(name: str, callback: Callable[..., None], help: str) -> Callable[[F], F]:
     """A flag that acts when parsed (on the group or any command) and is not passed on."""
     return click.option(name, is_flag=True, expose_value=False, is_eager=True,
@@ -33,7 +72,12 @@ def _switch(name: str, callback: Callable[..., None], help: str) -> Callable[[F]
 
 
 def debug_option(f: F) -> F:
-    return _switch("--debug", _set_debug, "Show the full traceback when something fails.")(f)
+    return _switch(
+        "--debug",
+        _set_debug,
+        "Say each setting and where it came from (default, matrix, environment, option); show "
+        "the full traceback when something fails.",
+    )(f)
 
 
 def _set_keep(ctx: click.Context, param: click.Parameter, value: bool) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -16,10 +17,11 @@ from pathlib import Path
 import click
 
 from tfbuild import engine
+from tfbuild.cli.options import Flags, debug_settings, given_settings
 from tfbuild.cli.values import Selection
 from tfbuild.config.load import load_matrix
 from tfbuild.config.model import Matrix
-from tfbuild.config.settings import Setting
+from tfbuild.config.settings import Setting, matrix_settings
 from tfbuild.config.tensorflow import tf_release
 from tfbuild.engine import DockerInfo
 from tfbuild.errors import EngineUnavailable, InstallError, UsageError
@@ -50,12 +52,39 @@ def matrix_setting(path: Path | None) -> Setting:
     return Setting("matrix", str(chosen), "default", "matrix.yaml in this folder")
 
 
-def read_matrix(path: Path | None, tensorflow: str | None = None) -> Matrix:
-    """The matrix, with --tensorflow for its source builds: a minor release (2.21) means its
-    newest patch release on the package index, said on stderr."""
+def read_matrix(
+    path: Path | None, tensorflow: str | None = None, bazel_cache: str | None = None
+) -> Matrix:
+    """The matrix, with the options over its defaults: --tensorflow for its source builds (a
+    minor release, 2.21, means its newest patch release on the package index, said on stderr)
+    and --bazel-cache. With --debug, each of its settings and where it came from."""
     if tensorflow is not None and re.fullmatch(r"\d+\.\d+", tensorflow) and tf_release(tensorflow):
         tensorflow = newest_patch(tensorflow, load_matrix(matrix_file(path)))
-    return load_matrix(matrix_file(path), tensorflow)
+    matrix = load_matrix(matrix_file(path), tensorflow)
+    if bazel_cache:
+        matrix = _with_bazel_cache(matrix, bazel_cache)
+    if Flags.debug:
+        context = click.get_current_context(silent=True)
+        options = {s.name: s for s in given_settings(context)} if context else {}
+        over = {"defaults.tensorflow": options.get("--tensorflow"),
+                "defaults.bazel.cache": options.get("--bazel-cache")}  # fmt: skip
+        given = {k: s for k, s in over.items() if s is not None and s.layer != "default"}
+        debug_settings([matrix_setting(path), *matrix_settings(matrix, os.environ, given)])
+    return matrix
+
+
+def _with_bazel_cache(matrix: Matrix, cache: str) -> Matrix:
+    from tfbuild.config.values import PATH_RE, VOLUME_RE
+
+    expanded = str(Path(cache).expanduser())
+    absolute = expanded.startswith("/") and PATH_RE.fullmatch(expanded)
+    if not (VOLUME_RE.fullmatch(expanded) or absolute):
+        raise UsageError(
+            f"--bazel-cache {cache!r}: expected a Docker volume name or an absolute path"
+        )
+    bazel = dataclasses.replace(matrix.defaults.bazel, cache=expanded)
+    defaults = dataclasses.replace(matrix.defaults, bazel=bazel)
+    return dataclasses.replace(matrix, defaults=defaults)
 
 
 def newest_patch(minor: str, matrix: Matrix) -> str:

@@ -61,18 +61,28 @@ def cascade(
     return found
 
 
-def matrix_settings(matrix: Matrix, environment: Mapping[str, str]) -> list[Setting]:
+def matrix_settings(
+    matrix: Matrix,
+    environment: Mapping[str, str],
+    given: Mapping[str, Setting] | None = None,
+) -> list[Setting]:
     """The matrix's defaults, each from the matrix (with its line) or built in, with the
-    environment on top where a variable may override one."""
+    environment on top where a variable may override one, and the command's own option over a
+    default on top of that: `given` maps a default to the option's setting (from the command
+    line or the option's variable)."""
     defaults, set_at = matrix.defaults, matrix.defaults.set_at
 
     def from_matrix(key: str, value: object) -> tuple[str, str] | None:
         where = set_at.get(key)
-        return (_shown(value), str(where)) if where is not None else None
+        return (shown(value), str(where)) if where is not None else None
 
     def setting(key: str, value: object, variable: str | None = None) -> Setting:
         env = (variable, environment) if variable else None
-        return cascade(key, _shown(value), matrix=from_matrix(key, value), environment=env)
+        found = cascade(key, shown(value), matrix=from_matrix(key, value), environment=env)
+        over = (given or {}).get(key)
+        if over is not None and LAYERS.index(over.layer) >= LAYERS.index(found.layer):
+            found = Setting(key, shown(value), over.layer, over.where)
+        return found
 
     pip, bazel, images = defaults.pip, defaults.bazel, defaults.base_images
     return [
@@ -115,7 +125,8 @@ def session_settings(environment: Mapping[str, str]) -> list[Setting]:
     ]
 
 
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
+    """A setting's value as a person reads it."""
     if value is None:
         return "none"
     if isinstance(value, bool):

@@ -1,6 +1,7 @@
 """x86-64 CPU facts: /proc/cpuinfo parsing, psABI levels, safe -march names and build flags.
 
-Pure functions over flag sets; the fact tables live in ``data/microarchitectures.yaml``.
+One model of a CPU, :class:`CpuModel` (a host's, a -march's, the one a build is made for), and
+pure functions over flag sets; the fact tables live in ``data/microarchitectures.yaml``.
 Flags are kept in /proc/cpuinfo spelling (``pni`` for SSE3, ``abm`` for LZCNT); the names users
 write in matrix.yaml (``sse3``, ``avx512_vnni``...) are the keys of :func:`tf_flag_table`.
 """
@@ -132,26 +133,69 @@ def marches() -> dict[str, March]:
 class CpuModel:
     """A CPU as code built for it sees it: its name, its vendor and every extension it has, in
     /proc/cpuinfo's words. It knows its x86-64 level, which code it runs (the partial order:
-    `a <= b` when b runs all code built for a), what it lacks of a wheel's needs, and the
-    -march it is safe to build for. TensorFlow's names of extensions (matrix.yaml's) and the
-    names a person reads are at its edges: `from_tf_names`, `display_name`."""
+    `a <= b` when b runs all code built for a; `a | b` is the least CPU that runs code built for
+    either), what it lacks of a wheel's needs, and the -march it is safe to build for. The CPU a
+    build is made for also knows the extensions that build turns on by name (`asked`), and so
+    its -m options. TensorFlow's names of extensions (matrix.yaml's), the compiler's options and
+    the names a person reads are at its edges: `from_tf_names`, `from_copts`, `copts`,
+    `tf_flags`, `display_name`."""
 
     name: str
     vendor_id: str
     flags: frozenset[str]
+    asked: tuple[str, ...] = ()
+    """The extensions a build for it turns on by name (-mavx2...), TensorFlow's in table order,
+    then the rest; `flags` holds them, what they imply and the baseline under them."""
 
     @classmethod
     def named(cls, march: str) -> CpuModel:
         """The CPU a -march name (haswell, znver4, x86-64-v3) stands for: every extension a
-        compiler may use for it."""
+        compiler may use for it, and those that tell it apart from the one before it."""
         spec = marches()[march]
-        vendor = next((v for v, key in _table()["vendors"].items() if key == spec.vendor), "")
-        return cls(march, vendor, spec.flags | spec.identify)
+        return cls(march, _vendor_of(spec), spec.flags | spec.identify)
+
+    @classmethod
+    def built_for(cls, march: str) -> CpuModel:
+        """What code built with -march=`march` may use: every extension a compiler may emit for
+        it, without those that only tell that CPU apart (a build never needs them)."""
+        spec = marches()[march]
+        return cls(march, _vendor_of(spec), spec.flags)
+
+    @classmethod
+    def asking(cls, name: str, extensions: Iterable[str]) -> CpuModel:
+        """A build that turns these extensions on by name (cpuinfo's words): them, what they
+        imply (AVX2 brings AVX, SSE4.2...) and the x86-64 baseline."""
+        asked = frozenset(extensions)
+        return cls(name, "", _implied(asked) | level_flags()[0], _in_table_order(asked))
 
     @classmethod
     def from_tf_names(cls, name: str, tf_names: Iterable[str]) -> CpuModel:
-        """A CPU with the extensions matrix.yaml names (and what they imply)."""
-        return cls(name, "", frozenset(cpuinfo_flags_for(tf_names)) | level_flags()[0])
+        """A build with the extensions matrix.yaml names (and what they imply)."""
+        table = tf_flag_table()
+        return cls.asking(name, (table[n].cpuinfo for n in tf_names))
+
+    @classmethod
+    def from_copts(cls, name: str, copts: Iterable[str]) -> CpuModel:
+        """A build with the extensions these compiler options turn on by name (-mavx2...;
+        any other option, -march among them, adds none)."""
+        by_copt = {flag.copt: flag.cpuinfo for flag in tf_flag_table().values()}
+        return cls.asking(name, (by_copt[c] for c in copts if c in by_copt))
+
+    def native(self) -> CpuModel:
+        """What code built with -march=native on this CPU may use: each of its extensions that
+        a compiler may emit for some -march."""
+        emitted = frozenset[str]().union(*(m.flags for m in marches().values()))
+        return CpuModel(self.name, self.vendor_id, self.flags & emitted)
+
+    def __or__(self, other: CpuModel) -> CpuModel:
+        """The least CPU that runs code built for either: the extensions of both, the asked of
+        both; this one's name, and its vendor (the other's when it has none)."""
+        return CpuModel(
+            self.name,
+            self.vendor_id or other.vendor_id,
+            self.flags | other.flags,
+            _in_table_order({*self.asked, *other.asked}),
+        )
 
     @property
     def level(self) -> int:
@@ -161,6 +205,11 @@ class CpuModel:
     @property
     def level_name(self) -> str:
         return level_name(self.level)
+
+    @property
+    def beyond_baseline(self) -> frozenset[str]:
+        """Its extensions beyond x86-64's baseline (which every x86-64 CPU has)."""
+        return self.flags - level_flags()[0]
 
     def __le__(self, other: CpuModel) -> bool:
         """Whether `other` runs every instruction code built for this CPU may use."""
@@ -182,11 +231,45 @@ class CpuModel:
     @property
     def widest(self) -> str:
         """Its widest SIMD extension, for messages ("up to AVX2")."""
-        return highest_extension(self.flags)
+        return next((display_name(f) for f in _WIDEST_FIRST if f in self.flags), "no SSE2")
+
+    def copts(self) -> tuple[str, ...]:
+        """The -m options that turn on the extensions it asks for, in TensorFlow's table order
+        (-mavx2 -mfma); an extension TensorFlow's table does not name has none."""
+        return tuple(flag.copt for flag in tf_flag_table().values() if flag.cpuinfo in self.asked)
 
     def tf_flags(self) -> dict[str, bool]:
         """matrix.yaml's extension names -> whether this CPU has it."""
-        return tf_flags_present(self.flags)
+        return {name: flag.cpuinfo in self.flags for name, flag in tf_flag_table().items()}
+
+
+_WIDEST_FIRST = ("amx_tile", "avx512f", "avx2", "avx", "sse4_2", "sse4_1", "ssse3", "pni", "sse2")
+
+
+def _vendor_of(spec: March) -> str:
+    """The /proc/cpuinfo vendor id of a -march's vendor; empty for a generic x86-64 level."""
+    return next((v for v, key in _table()["vendors"].items() if key == spec.vendor), "")
+
+
+def _implied(extensions: Iterable[str]) -> frozenset[str]:
+    """These extensions and every one they imply, in cpuinfo's words."""
+    table = tf_flag_table()
+    by_cpuinfo = {flag.cpuinfo: flag for flag in table.values()}
+    found: set[str] = set()
+    todo = list(extensions)
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found.add(name)
+            if name in by_cpuinfo:
+                todo.extend(table[n].cpuinfo for n in by_cpuinfo[name].implies)
+    return frozenset(found)
+
+
+def _in_table_order(extensions: Iterable[str]) -> tuple[str, ...]:
+    """TensorFlow's extensions in its table's order, then the rest by name."""
+    order = {flag.cpuinfo: i for i, flag in enumerate(tf_flag_table().values())}
+    return tuple(sorted(set(extensions), key=lambda f: (order.get(f, 99), f)))
 
 
 def vendor_key(vendor_id: str) -> str:
@@ -234,10 +317,7 @@ def closest_march(vendor_id: str, flags: Iterable[str]) -> MarchChoice | None:
 def missing_flags(required: Iterable[str], have: Iterable[str]) -> list[str]:
     """Required cpuinfo flags the CPU lacks: TF-relevant ones in table order, then the rest."""
     have_set = set(have)
-    order = {flag.cpuinfo: i for i, flag in enumerate(tf_flag_table().values())}
-    return sorted(
-        (f for f in set(required) if f not in have_set), key=lambda f: (order.get(f, 99), f)
-    )
+    return list(_in_table_order(f for f in required if f not in have_set))
 
 
 _DISPLAY = {
@@ -255,38 +335,10 @@ def display_name(cpuinfo_flag: str) -> str:
     return _DISPLAY.get(cpuinfo_flag, cpuinfo_flag.upper())
 
 
-def highest_extension(flags: Iterable[str]) -> str:
-    """Short description of the widest SIMD extension, for messages ("up to AVX2")."""
-    have = set(flags)
-    for name in ("amx_tile", "avx512f", "avx2", "avx", "sse4_2", "sse4_1", "ssse3", "pni", "sse2"):
-        if name in have:
-            return display_name(name)
-    return "no SSE2"
-
-
-def copts_for(tf_flags: Iterable[str]) -> list[str]:
-    """The -m options for matrix.yaml flag names, in table order."""
-    wanted = set(tf_flags)
-    return [flag.copt for name, flag in tf_flag_table().items() if name in wanted]
-
-
-def tf_flags_present(flags: Iterable[str]) -> dict[str, bool]:
-    have = set(flags)
-    return {name: flag.cpuinfo in have for name, flag in tf_flag_table().items()}
-
-
 def cpuinfo_flags_for(tf_flags: Iterable[str]) -> set[str]:
     """cpuinfo flags a build with these matrix.yaml flags needs, implications followed."""
     table = tf_flag_table()
-    needed: set[str] = set()
-    todo = list(tf_flags)
-    while todo:
-        name = todo.pop()
-        flag = table[name]
-        if flag.cpuinfo not in needed:
-            needed.add(flag.cpuinfo)
-            todo.extend(flag.implies)
-    return needed
+    return set(_implied(table[name].cpuinfo for name in tf_flags))
 
 
 def onednn_default_on(flags: Iterable[str]) -> bool:

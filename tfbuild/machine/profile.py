@@ -198,8 +198,7 @@ def cap_cpus(count: int, cgroup: CgroupCpu | None) -> int:
 def recommend(
     cpu_profile: CpuProfile, topology: Topology, build_host_is_target: bool
 ) -> Recommendations:
-    present = [name for name, have in cpu_profile.tf_flags.items() if have]
-    flags = cpu.copts_for(present)
+    flags = cpu.CpuModel.asking(cpu_profile.model_name, cpu_profile.flags).copts()
     copts = tuple(f"--copt={f}" for f in flags)
     notes = []
     if build_host_is_target:

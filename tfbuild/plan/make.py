@@ -26,7 +26,6 @@ from tfbuild.plan.target import (
     floor_added,
     required_cpu_flags,
     resolve_march,
-    shown_flags,
     toolchain_refusal,
 )
 
@@ -262,8 +261,8 @@ def verdict(
         fail(refusal)
     if variant.march == "native":
         reasons.append("-march=native ties the wheel to the CPU of the machine that builds it")
-    if added := floor_added(variant, host):
-        names = shown_flags(added)
+    if added := floor_added(variant, host).asked:
+        names = ", ".join(cpu.display_name(f) for f in added)
         them = "it" if len(added) == 1 else "them"
         reasons.append(f"{names} added: TensorFlow {variant.tf_minor}'s own wheels have {them}")
     if (doubt := config_doubt(variant)) is not None:

@@ -31,65 +31,74 @@ def resolve_march(variant: Variant, host: HostProfile) -> str | None:
 
 
 def compiler_flags(variant: Variant, host: HostProfile) -> tuple[str, ...]:
+    """The -m options of the extensions the variant names, its -march, the -m options of
+    TensorFlow's floor it is given (floor_added), then its own copts."""
+    named = cpu.CpuModel.from_tf_names(variant.name, variant.cpu_flags)
     march = resolve_march(variant, host)
-    flags = cpu.copts_for(variant.cpu_flags)
-    if march:
-        flags.append(f"-march={march}")
-    flags += cpu.copts_for(floor_added(variant, host))
-    return (*flags, *variant.copts)
+    marched = (f"-march={march}",) if march else ()
+    return (*named.copts(), *marched, *floor_added(variant, host).copts(), *variant.copts)
 
 
-def shown_flags(names: tuple[str, ...]) -> str:
-    """matrix.yaml flag names as a person reads them: AVX, F16C."""
-    table = cpu.tf_flag_table()
-    return ", ".join(cpu.display_name(table[name].cpuinfo) for name in names)
-
-
-def floor_added(variant: Variant, host: HostProfile) -> tuple[str, ...]:
-    """The extensions of TensorFlow's own CPU floor for the variant's release (its avx_linux:
-    AVX, and F16C from 2.21) that a source variant naming its own instruction sets would not
-    get from them: added to its flags, so that no custom build is below the stock wheel. A
-    variant that names none gets --config=avx_linux itself (plain_cpu). A build for the
-    machine itself (march: host or native) is the exception where that machine lacks an
-    extension of the floor: below the stock wheel is then the only build that runs there."""
-    if variant.source != "bazel" or plain_cpu(variant):
-        return ()
-    by_copt = {flag.copt: name for name, flag in cpu.tf_flag_table().items()}
-    named = [*variant.cpu_flags, *(by_copt[c] for c in variant.copts if c in by_copt)]
-    have = cpu.cpuinfo_flags_for(named)
+def named_cpu(variant: Variant, host: HostProfile) -> cpu.CpuModel:
+    """The CPU a source variant's own definition names: the extensions of its cpu_flags and of
+    the -m options among its copts (with what they imply), and every one its -march may emit
+    (march: host is the host's closest -march; native, what the host has)."""
+    model = cpu.CpuModel.from_tf_names(variant.name, variant.cpu_flags)
+    model |= cpu.CpuModel.from_copts(variant.name, variant.copts)
     march = resolve_march(variant, host)
     if march == "native":
-        have |= host.cpu.flags
+        model |= host.cpu.isa.native()
     elif march is not None:
-        have |= cpu.marches()[march].flags
-    table = cpu.tf_flag_table()
+        model |= cpu.CpuModel.built_for(march)
+    return model
+
+
+def release_floor(variant: Variant) -> cpu.CpuModel:
+    """TensorFlow's own wheels of the variant's release as a build: its --config=avx_linux
+    asks for AVX, and F16C from 2.21 on."""
+    name = f"TensorFlow {variant.tf_minor}'s wheels"
+    return cpu.CpuModel.from_tf_names(name, floor_flags(variant.tensorflow))
+
+
+def floor_added(variant: Variant, host: HostProfile) -> cpu.CpuModel:
+    """The extensions of TensorFlow's own CPU floor for the variant's release (its avx_linux:
+    AVX, and F16C from 2.21) that a source variant naming its own instruction sets would not
+    get from them, as a build asking for them (for none when nothing is added): added to its
+    flags, so that no custom build is below the stock wheel. A variant that names none gets
+    --config=avx_linux itself (plain_cpu). A build for the machine itself (march: host or
+    native) is the exception where that machine lacks an extension of the floor: below the
+    stock wheel is then the only build that runs there."""
+    if variant.source != "bazel" or plain_cpu(variant):
+        return cpu.CpuModel.asking(variant.name, ())
+    floor = release_floor(variant)
+    added = named_cpu(variant, host).lacks(floor.asked)
     if variant.march in ("host", "native"):
-        have |= {table[f].cpuinfo for f in table} - host.cpu.flags
-    return tuple(f for f in floor_flags(variant.tensorflow) if table[f].cpuinfo not in have)
+        added = [f for f in added if host.cpu.isa.runs([f])]
+    return cpu.CpuModel.asking(floor.name, added)
+
+
+def target_cpu(variant: Variant, host: HostProfile) -> cpu.CpuModel:
+    """The CPU a source variant's code is built for: what its definition names (named_cpu),
+    with TensorFlow's floor where it names no instruction set (--config=avx_linux) and the
+    part of it that the floor adds otherwise (floor_added)."""
+    model = named_cpu(variant, host) | floor_added(variant, host)
+    if plain_cpu(variant):
+        model |= release_floor(variant)
+    return model
 
 
 def required_cpu_flags(variant: Variant, host: HostProfile) -> frozenset[str] | None:
-    """cpuinfo flags a variant needs at run time, as far as its definition tells."""
+    """cpuinfo flags a variant needs at run time, as far as its definition tells: a source
+    build's, its target CPU's; a distribution's, what it is declared to need beyond x86-64."""
     if variant.source == "wheel":
         return None
     if variant.source == "pypi":
         assert variant.requirement is not None
         project = canonicalize_name(Requirement(variant.requirement).name)
-        known = distribution_floor(project)
-        return frozenset(cpu.cpuinfo_flags_for(known)) if known is not None else None
-    needed = set(cpu.level_flags()[0])
-    needed |= cpu.cpuinfo_flags_for(variant.cpu_flags)
-    if plain_cpu(variant):
-        needed |= cpu.cpuinfo_flags_for(floor_flags(variant.tensorflow))  # --config=avx_linux
-    needed |= cpu.cpuinfo_flags_for(floor_added(variant, host))
-    by_copt = {flag.copt: name for name, flag in cpu.tf_flag_table().items()}
-    needed |= cpu.cpuinfo_flags_for(by_copt[c] for c in variant.copts if c in by_copt)
-    march = resolve_march(variant, host)
-    if march == "native":
-        needed |= host.cpu.flags & set().union(*(m.flags for m in cpu.marches().values()))
-    elif march is not None:
-        needed |= cpu.marches()[march].flags
-    return frozenset(needed)
+        if (known := distribution_floor(project)) is None:
+            return None
+        return cpu.CpuModel.from_tf_names(project, known).beyond_baseline
+    return target_cpu(variant, host).flags
 
 
 def plain_cpu(variant: Variant) -> bool:

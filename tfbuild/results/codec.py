@@ -21,6 +21,7 @@ from tfbuild.errors import ResultsError
 from tfbuild.jsonrecords import record
 from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import profile_from_json
+from tfbuild.results import schema
 from tfbuild.results.documents import read_json, write_json
 from tfbuild.results.model import (
     READABLE,
@@ -47,6 +48,7 @@ from tfbuild.results.model import (
     Workload,
     known_rules,
 )
+from tfbuild.runtime.records import RuntimeRecord
 from tfbuild.store import Manifest
 
 T = TypeVar("T")
@@ -67,9 +69,13 @@ def now() -> str:
 
 
 def load(path: Path) -> Results:
-    """A results file, checked for everything tfbuild reads from it."""
+    """A results file, checked for everything tfbuild reads from it: a current-version file
+    against the schema file (results/schema.py), a version-1 file by `check_version_1`."""
     document = read_json(path, *READABLE)
-    problem = check(document)
+    if document["schema"] == SCHEMA:
+        problem = schema.problem(document)
+    else:
+        problem = check_version_1(document) or schema.references(document)
     if problem is None:
         try:
             return from_json(document)
@@ -78,57 +84,45 @@ def load(path: Path) -> Results:
     raise ResultsError(f"{path}: {problem}; not a results file tfbuild can read")
 
 
-def _kind(value: Any) -> str:
-    return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else (
-        repr(value) if isinstance(value, (int, float, str, bool)) or value is None
-        else type(value).__name__
-    )  # fmt: skip
-
-
-def check(document: Mapping[str, Any]) -> str | None:
-    """What is wrong with the measurements of a results document (the first problem, with its
-    place), or None."""
-    for key, kind in (("session", dict), ("host", dict), ("suite", dict), ("baseline", dict),
-                      ("configs", list), ("failures", list), ("runs", list)):  # fmt: skip
+def check_version_1(document: Mapping[str, Any]) -> str | None:
+    """What is wrong with the measurements of a version-1 results document (the first problem,
+    with its place), or None. The schema file describes the current version only."""
+    kind = schema.kind
+    for key, wanted in (("session", dict), ("host", dict), ("suite", dict), ("baseline", dict),
+                        ("configs", list), ("failures", list), ("runs", list)):  # fmt: skip
         if key not in document:
             return f"{key}: missing"
-        if not isinstance(document[key], kind):
-            wanted = "an object" if kind is dict else "a list"
-            return f"{key}: {_kind(document[key])} where {wanted} belongs"
-    keys = set()
+        if not isinstance(document[key], wanted):
+            said = "an object" if wanted is dict else "a list"
+            return f"{key}: {kind(document[key])} where {said} belongs"
     for i, config in enumerate(document["configs"]):
         if not isinstance(config, dict) or not isinstance(config.get("key"), str):
-            return f"configs[{i}]: {_kind(config)} is not a config with a key"
-        keys.add(config["key"])
-    if document["baseline"].get("config") not in keys:
-        return f"baseline.config: {document['baseline'].get('config')!r} is not among configs"
+            return f"configs[{i}]: {kind(config)} is not a config with a key"
     for i, run in enumerate(document["runs"]):
         where = f"runs[{i}]"
         if not isinstance(run, dict):
-            return f"{where}: {_kind(run)} where a run belongs"
-        if run.get("config") not in keys:
-            return f"{where}.config: {run.get('config')!r} is not among configs"
+            return f"{where}: {kind(run)} where a run belongs"
         round_ = run.get("round")
         if not isinstance(round_, int) or isinstance(round_, bool) or round_ < 0:
-            return f"{where}.round: {_kind(round_)} is not a round number"
+            return f"{where}.round: {kind(round_)} is not a round number"
         if run.get("status") != "ok":
             continue
         benchmarks = run.get("benchmarks")
         if not isinstance(benchmarks, dict) or not benchmarks:
-            return f"{where}.benchmarks: {_kind(benchmarks)} where measurements belong"
+            return f"{where}.benchmarks: {kind(benchmarks)} where measurements belong"
         for name, entry in benchmarks.items():
             if isinstance(entry, dict) and isinstance(entry.get("error"), str):
                 continue  # a benchmark that raised is recorded with its error, not samples
             samples = entry.get("samples") if isinstance(entry, dict) else None
             if not isinstance(samples, list) or not samples:
                 return (
-                    f"{where}.benchmarks.{name}.samples: {_kind(samples)} is not a list of samples"
+                    f"{where}.benchmarks.{name}.samples: {kind(samples)} is not a list of samples"
                 )
             for k, sample in enumerate(samples):
                 value: Any = sample.get("throughput") if isinstance(sample, dict) else sample
                 number = isinstance(value, (int, float)) and not isinstance(value, bool)
                 if not (number and math.isfinite(value) and value > 0):
-                    return (f"{where}.benchmarks.{name}.samples[{k}].throughput: {_kind(value)} "
+                    return (f"{where}.benchmarks.{name}.samples[{k}].throughput: {kind(value)} "
                             "is not a positive number")  # fmt: skip
     return None
 
@@ -187,7 +181,9 @@ def _session(data: Mapping[str, Any]) -> SessionInfo:
         argv=tuple(data.get("argv") or ()),
         matrix=data.get("matrix", ""),
         seed=int(data["seed"]),
-        design=_design(design) if isinstance(design, dict) else None,
+        design=_design(design)
+        if isinstance(design, dict)  # version 1 had fixed rounds only, and recorded their number
+        else Design(kind="fixed", rounds=data.get("rounds")),
         stop=_opt(data.get("stop"), lambda s: record(Stop, s)),
         elapsed_s=data.get("elapsed_s"),
         preset=data.get("preset"),
@@ -202,7 +198,6 @@ def _session(data: Mapping[str, Any]) -> SessionInfo:
             else None
         ),
         prepare_s=data.get("prepare_s"),
-        rounds=data.get("rounds"),
     )
 
 
@@ -284,7 +279,7 @@ def _variant(data: Mapping[str, Any]) -> VariantRecord:
         )
         if artifact
         else None,
-        runtime=data.get("runtime"),
+        runtime=_opt(data.get("runtime"), RuntimeRecord.from_json),
         smoke=data.get("smoke"),
         threads_default=data.get("threads_default"),
     )
@@ -325,7 +320,7 @@ def _each(where: str, items: Any, read: Callable[[Any], T]) -> tuple[T, ...]:
 
 
 def from_json(document: Mapping[str, Any]) -> Results:
-    """The records of a checked results document (see `check`), read as its schema version
+    """The records of a checked results document (see `load`), read as its schema version
     wrote it: version 1 (suite v1, fixed rounds) gave one sample count for every benchmark and
     called the warm-up steps `warmup`; version 2 gives the count per benchmark, `warmup_steps`,
     and adds sequential designs, looks, eliminations and workloads."""
@@ -384,14 +379,11 @@ def _session_json(s: SessionInfo) -> dict[str, Any]:
         "matrix": s.matrix,
         "seed": s.seed,
     }
-    if s.design is not None:
-        data |= {
-            "design": _design_json(s.design),
-            "stop": asdict(s.stop) if s.stop else None,
-            "elapsed_s": s.elapsed_s,
-        }
-    else:
-        data["rounds"] = s.rounds
+    data |= {
+        "design": _design_json(s.design),
+        "stop": asdict(s.stop) if s.stop else None,
+        "elapsed_s": s.elapsed_s,
+    }
     data |= {
         "preset": s.preset,
         "host_key": s.host_key,
@@ -480,7 +472,7 @@ def _variant_json(v: VariantRecord) -> dict[str, Any]:
     for key, value in (
         ("manifest", v.manifest.to_json() if v.manifest else None),
         ("artifact", _wheel_json(v.artifact) if v.artifact else None),
-        ("runtime", v.runtime),
+        ("runtime", v.runtime.to_json() if v.runtime else None),
         ("smoke", v.smoke),
         ("threads_default", v.threads_default),
     ):

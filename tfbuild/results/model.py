@@ -3,8 +3,9 @@ needed to trust, resume and re-analyse it.
 
 The JSON form (schema tfbuild.results/2, tfbuild/data/schemas/results.schema.json) is read and
 written in one place, tfbuild.results.codec; everything else builds and reads these records.
-Documents of other schemas kept inside a session (a wheel's manifest, the smoke test's report,
-a runtime's description, a variant's definition) stay JSON mappings, as they were recorded.
+Documents of other schemas kept inside a session (the smoke test's report, a variant's
+definition) stay JSON mappings, as they were recorded; a wheel's manifest and a runtime's
+description are the records of the stages that write them (Manifest, RuntimeRecord).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Generic, TypeVar
 from tfbuild.config.model import PipSettings
 from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import HostProfile
+from tfbuild.runtime.records import RuntimeRecord
 from tfbuild.stats import LOOK_GROWTH, look_schedule
 from tfbuild.store import Artifact, Manifest
 
@@ -171,7 +173,7 @@ class VariantRecord:
     status: str
     manifest: Manifest | None = None
     artifact: WheelRecord | None = None
-    runtime: Json | None = None
+    runtime: RuntimeRecord | None = None
     smoke: Json | None = None
     threads_default: Json | None = None
 
@@ -359,7 +361,7 @@ class Design:
 
 
 FIXED = Design(kind="fixed")
-"""The design of a session that recorded none (results of schema version 1)."""
+"""A fixed design of no one number of rounds (sessions pooled into one comparison)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -392,11 +394,12 @@ class SessionInfo:
     argv: tuple[str, ...]
     matrix: str
     seed: int
-    design: Design | None
-    """None for results of schema version 1, which had fixed rounds only."""
+    design: Design
+    """Results of schema version 1 had fixed rounds only, and are read as such."""
     stop: Stop | None = None
     elapsed_s: float | None = None
-    """Seconds spent benchmarking (rounds), across resumes: what the budget counts."""
+    """Seconds spent benchmarking (rounds), across resumes: what the budget counts (None: not
+    recorded, results first written by schema version 1)."""
     preset: str | None = None
     host_key: str | None = None
     """The machine class the results are compared as (--host-key); None: from the host."""
@@ -406,8 +409,6 @@ class SessionInfo:
     pip: PipSettings
     runtime_options: RuntimeOptions | None = None
     prepare_s: float | None = None
-    rounds: int | None = None
-    """Schema version 1: the fixed number of rounds."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -527,7 +528,7 @@ class Results:
 
     @property
     def design(self) -> Design:
-        return self.session.design or FIXED
+        return self.session.design
 
     def config(self, key: str) -> ConfigEntry:
         return next(c for c in self.configs if c.key == key)

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from tfbuild import pip
 from tfbuild.config.values import KNOWN_ENV
+from tfbuild.runtime.records import PayloadConfig, RuntimeRecord
 from tfbuild.store import Artifact
 
 PAYLOAD = Path(__file__).resolve().parent.parent / "bench" / "payload.py"
@@ -105,21 +106,22 @@ class RuntimeEnv(ABC):
     @abstractmethod
     def run(
         self,
-        config: Mapping[str, Any],
+        config: PayloadConfig,
         env: Mapping[str, str],
         cpus: Sequence[int] | None,
         timeout: float,
     ) -> RunOutcome:
-        """Run the payload with `config` in a fresh process; `env` is the tuning's variables."""
+        """Run the payload with `config`, pinned to `cpus`, in a fresh process; `env` is the
+        tuning's variables."""
 
     @abstractmethod
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> RuntimeRecord:
         """What to record about this runtime in results."""
 
 
 def run_payload(
     argv: Sequence[str],
-    config: Mapping[str, Any],
+    config: PayloadConfig,
     env: Mapping[str, str],
     timeout: float,
 ) -> RunOutcome:
@@ -130,7 +132,7 @@ def run_payload(
             Path(tmp) / "result.json",
             Path(tmp) / "stderr.txt",
         )
-        config_path.write_text(json.dumps(config), encoding="utf-8")
+        config_path.write_text(json.dumps(config.to_json()), encoding="utf-8")
         started = time.perf_counter()
         timed_out = False
         with stderr_path.open("wb") as stderr:

@@ -11,6 +11,7 @@ import json
 import re
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from tfbuild import engine, pip, wheelfile
 from tfbuild.build.render import render_runtime
 from tfbuild.config.model import PipSettings
 from tfbuild.errors import InstallError
-from tfbuild.files import digest
+from tfbuild.files import digest, tar_of
 from tfbuild.runtime.base import (
     BASE_ENV,
     PAYLOAD,
@@ -27,6 +28,7 @@ from tfbuild.runtime.base import (
     RuntimeEnv,
     workload_files,
 )
+from tfbuild.runtime.records import ContainerRecord, PayloadConfig, RuntimeRecord
 from tfbuild.store import Artifact
 
 INSTALL_TIMEOUT_S = 1800
@@ -37,19 +39,18 @@ WORKLOAD_AT = "/io/workload"
 """Where a benchmark container finds the workload: a volume mounted read-only."""
 
 
-def _bench_inputs(config: Mapping[str, Any], workload: Mapping[str, Any] | None) -> bytes:
+def _bench_inputs(config: PayloadConfig) -> bytes:
     """A tar for the container's /io (a volume owned by the benchmark user, the only writable
-    place besides a tmpfs /tmp): the payload and its config; with a workload (the payload's
-    spec with the paths it has in the container), the workload's payload too, read-only."""
+    place besides a tmpfs /tmp): the payload and its config; with a workload (the config's
+    spec holding the paths it has in the container), the workload's payload too, read-only."""
     uid = engine.BENCH_UID
     shipped: dict[str, bytes] = {}
-    if workload is not None:
+    if config.workload is not None:
         shipped["workload_payload.py"] = WORKLOAD_PAYLOAD.read_bytes()
-        config = {**config, "workload": workload}
-    return engine.tar_of(
+    return tar_of(
         {
             "payload.py": (PAYLOAD.read_bytes(), 0),
-            "config.json": (json.dumps(config).encode("utf-8"), uid),
+            "config.json": (json.dumps(config.to_json()).encode("utf-8"), uid),
         },
         shipped,
     )
@@ -65,7 +66,7 @@ def workload_volume(spec: Mapping[str, Any]) -> tuple[str, bytes, dict[str, Any]
     for key in ("path", "inputs"):
         if moved.get(key):
             moved[key] = f"/io/{moved[key]}"
-    return f"tfbuild-workload-{contents[:24]}", engine.tar_of({}, inside), moved
+    return f"tfbuild-workload-{contents[:24]}", tar_of({}, inside), moved
 
 
 def _redacted(value: str) -> str:
@@ -204,7 +205,7 @@ class DockerRuntime(RuntimeEnv):
 
     def run(
         self,
-        config: Mapping[str, Any],
+        config: PayloadConfig,
         env: Mapping[str, str],
         cpus: Sequence[int] | None,
         timeout: float,
@@ -215,11 +216,12 @@ class DockerRuntime(RuntimeEnv):
         # payload and its config are copied in through the API and the result copied out; a
         # workload goes into a volume once, mounted read-only in every benchmark container.
         mounts = [engine.Mount("/io", read_only=False)]
-        workload = None
-        if (spec := config.get("workload")) is not None:
-            volume, workload = self._workload_volume(spec)
+        config = config.pinned(cpus)
+        if config.workload is not None:
+            volume, workload = self._workload_volume(config.workload)
             mounts.append(engine.Mount(WORKLOAD_AT, volume))
-        inputs = _bench_inputs({**config, "cpus": list(cpus) if cpus else None}, workload)
+            config = replace(config, workload=workload)
+        inputs = _bench_inputs(config)
         started = time.perf_counter()
         with engine.container(
             engine.ContainerSpec(
@@ -260,16 +262,18 @@ class DockerRuntime(RuntimeEnv):
     def _session_label(self) -> dict[str, str]:
         return {"org.tfbuild.session": self.session} if self.session else {}
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> RuntimeRecord:
         info = engine.image_info(self.image) if self.image else None
-        return {
-            "kind": self.kind,
-            "image": self.image,
-            "image_id": info["id"] if info else None,
-            "base_image": self.base_image,
-            "wheel": self.artifact.wheel.name,
-            "sha256": self.artifact.sha256,
-            "network": "none",
-            "user": engine.BENCH_USER,
-            "cpuset": self.cpuset,
-        }
+        return RuntimeRecord(
+            kind=self.kind,
+            wheel=self.artifact.wheel.name,
+            sha256=self.artifact.sha256,
+            container=ContainerRecord(
+                image=self.image,
+                image_id=info["id"] if info else None,
+                base_image=self.base_image,
+                network="none",
+                user=engine.BENCH_USER,
+                cpuset=self.cpuset,
+            ),
+        )

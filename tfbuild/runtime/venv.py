@@ -10,7 +10,6 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from tfbuild import pip, wheelfile
 from tfbuild.config.model import PipSettings
@@ -18,6 +17,7 @@ from tfbuild.errors import InstallError
 from tfbuild.files import atomic_write_json, locked
 from tfbuild.machine.pythons import RUNNING_PYTHON, find_python
 from tfbuild.runtime.base import PAYLOAD, RunOutcome, RuntimeEnv, local_env, run_payload
+from tfbuild.runtime.records import PayloadConfig, RuntimeRecord, VenvRecord
 from tfbuild.store import Artifact
 
 READY_MARKER = "tfbuild-runtime.json"
@@ -125,21 +125,20 @@ class LocalVenv(RuntimeEnv):
 
     def run(
         self,
-        config: Mapping[str, Any],
+        config: PayloadConfig,
         env: Mapping[str, str],
         cpus: Sequence[int] | None,
         timeout: float,
     ) -> RunOutcome:
         if not self.interpreter.exists():
             raise InstallError(f"runtime {self.path} is not prepared")
-        pinned = {**config, "cpus": list(cpus) if cpus else None}
-        return run_payload([str(self.interpreter), str(PAYLOAD)], pinned, local_env(env), timeout)
+        argv = [str(self.interpreter), str(PAYLOAD)]
+        return run_payload(argv, config.pinned(cpus), local_env(env), timeout)
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "path": str(self.path),
-            "python": sys.version.split()[0],
-            "wheel": self.artifact.wheel.name,
-            "sha256": self.artifact.sha256,
-        }
+    def describe(self) -> RuntimeRecord:
+        return RuntimeRecord(
+            kind=self.kind,
+            venv=VenvRecord(path=str(self.path), python=sys.version.split()[0]),
+            wheel=self.artifact.wheel.name,
+            sha256=self.artifact.sha256,
+        )

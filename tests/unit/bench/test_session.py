@@ -28,10 +28,10 @@ def test_resume_refuses_what_it_cannot_continue(tmp_path: Path) -> None:
         d["session"]["complete"] = False
         del d["order"]
 
-    path = edited(partial)(tmp_path)
+    path = edited(partial)(tmp_path)  # what a resume needs, the schema requires of a file
     proc = run_tfbuild("bench", "--resume", str(path))
     assert proc.returncode == 9, proc.stderr
-    assert "cannot be resumed: order missing or damaged" in proc.stderr
+    assert f"{path}: order: missing; not a results file tfbuild can read" in proc.stderr
 
 
 def test_one_session_file_has_one_writer(tmp_path: Path) -> None:

@@ -102,3 +102,36 @@ def test_a_forked_worker_stopped_by_sigterm_just_ends(tmp_path: Path) -> None:
     parent, *ended = proc.stdout.split()
     assert ended == [str(signal.SIGTERM.value)] * 2, proc.stdout + proc.stderr
     assert [p.name for p in tmp_path.iterdir()] == [f"cleanup-{parent}"]  # the parent's alone
+
+
+def test_debug_says_each_setting_and_where_it_came_from(tmp_path: Path) -> None:
+    """`--debug` before any command: its options, each from the command line, the environment
+    (the variable named) or the default, then the matrix it reads and the matrix's defaults
+    (the line that sets each, or the environment over them)."""
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text((REPO / "matrix.yaml").read_text())
+    store = tmp_path / "w"
+    env = {"TFBUILD_BAZEL_CACHE": str(tmp_path / "bazel")}
+    args = ["build", "--dry-run", "--variant", "mkl-avx2", "--matrix", str(matrix),
+            "--store", str(store)]  # fmt: skip
+    proc = run_tfbuild("--debug", *args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    said = {}
+    for line in proc.stderr.splitlines():
+        if line.startswith("tfbuild: debug: "):
+            name, _, rest = line.removeprefix("tfbuild: debug: ").partition(" = ")
+            value, _, source = rest.rpartition("  [")
+            said[name] = (value, source.removesuffix("]"))
+    python_line = next(
+        n for n, line in enumerate(matrix.read_text().splitlines(), 1) if "python:" in line
+    )
+    assert said["--store"] == (str(store), "option --store")
+    assert said["--bazel-cache"] == (str(tmp_path / "bazel"), "environment TFBUILD_BAZEL_CACHE")
+    assert said["--force"] == ("no", "default")
+    assert said["matrix"] == (str(matrix), "option --matrix")
+    assert said["defaults.python"][1] == f"matrix {matrix}:{python_line}"
+    assert said["defaults.bazel.cache"] == (
+        str(tmp_path / "bazel"), "environment TFBUILD_BAZEL_CACHE"
+    )  # fmt: skip
+    quiet = run_tfbuild(*args, env=env)
+    assert quiet.returncode == 0 and "tfbuild: debug:" not in quiet.stderr

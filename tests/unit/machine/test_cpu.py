@@ -259,3 +259,84 @@ def test_a_cpu_model_from_matrix_names_and_from_a_host() -> None:
     assert host.march is not None and host.march.name == "haswell"
     assert host.tf_flags()["avx2"] is True and host.tf_flags()["avx512f"] is False
     assert not host <= cpu.CpuModel.named("sandybridge")
+
+
+def test_a_build_from_matrix_names_asks_for_them_and_needs_what_they_imply() -> None:
+    """Haswell's TensorFlow extensions (AVX2, FMA, F16C) as matrix.yaml names them: the build
+    asks for those three (its -m options, in the table's order whatever the order written) and
+    needs AVX and SSE4.2 under them; a name written twice, or one another implies, keeps its own
+    -m option, as the copts string always had it."""
+    build = cpu.CpuModel.from_tf_names("haswell's extensions", ["f16c", "fma", "avx2"])
+    assert build.asked == ("avx2", "fma", "f16c")
+    assert build.copts() == ("-mavx2", "-mfma", "-mf16c")
+    assert build.flags == cpu.level_flags()[0] | {
+        "avx2", "fma", "f16c", "avx", "sse4_2", "sse4_1", "ssse3", "pni", "popcnt"
+    }  # fmt: skip
+    assert build.flags == cpu.cpuinfo_flags_for(["avx2", "fma", "f16c"]) | cpu.level_flags()[0]
+    assert build.beyond_baseline == cpu.cpuinfo_flags_for(["avx2", "fma", "f16c"])
+    redundant = cpu.CpuModel.from_tf_names("redundant", ["avx", "avx2", "sse4_2", "fma", "avx2"])
+    assert redundant.copts() == ("-msse4.2", "-mavx", "-mavx2", "-mfma")
+    assert cpu.CpuModel.asking("sse3", ["pni"]).copts() == ("-msse3",)
+    # what haswell has beyond them is what -march=haswell adds: bit manipulation, MOVBE...
+    haswell = cpu.CpuModel.built_for("haswell")
+    assert build <= haswell and not haswell <= build
+    assert haswell.lacks(build.flags) == []
+    assert build.lacks(haswell.flags) == [
+        "abm", "bmi1", "bmi2", "cx16", "lahf_lm", "movbe", "pclmulqdq", "xsave"
+    ]  # fmt: skip
+
+
+def test_a_build_for_a_march_needs_what_the_compiler_may_emit_not_what_tells_it_apart() -> None:
+    """-march=skylake lets the compiler emit Broadwell's and AES, not CLFLUSHOPT or XSAVEC
+    (which only tell a Skylake apart): a build for it needs the former; the CPU it names has
+    both. For every -march the build runs on the CPU it names."""
+    built, named = cpu.CpuModel.built_for("skylake"), cpu.CpuModel.named("skylake")
+    assert built.flags == cpu.marches()["skylake"].flags
+    assert {"clflushopt", "xsavec"} <= named.flags - built.flags
+    assert "aes" in built.flags and built.level == 3 and built.vendor_id == "GenuineIntel"
+    assert built.copts() == () and built.asked == ()
+    for name in cpu.marches():
+        assert cpu.CpuModel.built_for(name) <= cpu.CpuModel.named(name), name
+
+
+def test_a_build_from_compiler_options_takes_the_extensions_they_turn_on() -> None:
+    """-mavx2 among a variant's copts is a build for AVX2; -O3, -mtune and -march add none."""
+    build = cpu.CpuModel.from_copts("copts", ["-O3", "-mavx2", "-mtune=haswell", "-march=znver4"])
+    assert build.asked == ("avx2",)
+    assert build == cpu.CpuModel.from_tf_names("copts", ["avx2"])
+    assert cpu.CpuModel.from_copts("none", ["-O3"]).flags == cpu.level_flags()[0]
+
+
+def test_builds_join_to_the_least_cpu_that_runs_both() -> None:
+    """`a | b` runs the code of each (and no CPU below it does); what each asks for stays asked,
+    in the table's order: AMX's -m option after AVX's however they were joined."""
+    amx = cpu.CpuModel.from_tf_names("amx", ["amx_tile"])
+    avx = cpu.CpuModel.from_tf_names("floor", ["avx"])
+    both = amx | avx
+    assert amx <= both and avx <= both and both.flags == amx.flags | avx.flags
+    assert both.name == "amx" and both.copts() == ("-mavx", "-mamx-tile")
+    assert (avx | amx).copts() == both.copts()
+    assert (amx | cpu.CpuModel.built_for("haswell")).vendor_id == "GenuineIntel"
+
+
+def test_a_native_build_takes_what_the_host_has_that_a_compiler_emits() -> None:
+    """-march=native on a Haswell Xeon: every TensorFlow extension and every flag some -march
+    may emit that the host has (-march=haswell's and AES); none of its system flags."""
+    host = profile_from_cpuinfo(CPUINFO / "haswell-xeon-e5-2680v3.cpuinfo").cpu.isa
+    native = host.native()
+    assert native <= host and native.tf_flags() == host.tf_flags()
+    assert native.flags == cpu.CpuModel.built_for("haswell").flags | {"aes"}
+    assert not {"tsc", "vmx", "ht"} & native.flags and {"tsc", "ht"} <= host.flags
+    every_tf = cpu.CpuModel.from_tf_names("every", list(cpu.tf_flag_table()))
+    assert every_tf.native().flags == every_tf.flags
+
+
+def test_a_distribution_floor_is_its_extensions_beyond_the_baseline() -> None:
+    """What the package index's wheels are declared to need, as the plan lists it: their
+    extensions with what they imply, no baseline flag among them."""
+    avx512 = cpu.CpuModel.from_tf_names("intel-tensorflow-avx512", ["avx512f", "avx512vl"])
+    assert avx512.beyond_baseline == {
+        "avx512f", "avx512vl", "avx2", "fma", "f16c", "avx", "sse4_2", "sse4_1", "ssse3", "pni",
+        "popcnt",
+    }  # fmt: skip
+    assert not cpu.level_flags()[0] & avx512.beyond_baseline

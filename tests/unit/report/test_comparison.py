@@ -51,20 +51,28 @@ def test_use_this_block_names_env_and_threading(tmp_path: Path) -> None:
 def test_use_this_lines_are_quoted_for_the_shell(tmp_path: Path) -> None:
     """Values from a results file (a shared CI artifact, say) reach the printed shell lines
     only quoted: a list of preloads stays one word, a command substitution stays text, in the
-    variables, the sha256 and the constraints alike."""
+    variables and the constraints alike; a sha256 that is not one is refused with the file."""
     doc = session({"fast:single": 1.3}, seed=2)
     env = {"LD_PRELOAD": "/a.so /b.so", "X": "$(touch /tmp/pwned)", "A;B": "1"}
     configs = tuple(replace(c, env=env) if c.key == "fast:single" else c for c in doc.configs)
     fast = doc.variant("fast")
     assert fast.artifact is not None
-    artifact = replace(fast.artifact, sha256="0$(id)", constraints=("numpy<2; touch /x",))
+    artifact = replace(fast.artifact, sha256="0$(id)")
+    bad = write(tmp_path / "bad.json", doc.with_variant("fast", replace(fast, artifact=artifact)))
+    refused = compare(str(bad))
+    assert refused.returncode == 9 and refused.stdout == "", refused.stdout
+    assert "variants.fast.artifact.sha256: '0$(id)' does not match ^[0-9a-f]{64}$" in (
+        refused.stderr
+    )  # fmt: skip
+    artifact = replace(fast.artifact, constraints=("numpy<2; touch /x",))
     doc = replace(doc.with_variant("fast", replace(fast, artifact=artifact)), configs=configs)
     proc = compare(str(write(tmp_path / "s.json", doc)), "--format", "markdown")
     assert proc.returncode == 0, proc.stderr
     block = proc.stdout.split("```bash", 1)[1].split("```", 1)[0]
     lines = [line for line in block.splitlines() if line and not line.startswith("#")]
+    sha = fast.artifact.sha256
     assert [shlex.split(line) for line in lines] == [
-        ["echo", "fast==2.21.0 --hash=sha256:0$(id)", "|", "pip", "install", "--no-deps",
+        ["echo", f"fast==2.21.0 --hash=sha256:{sha}", "|", "pip", "install", "--no-deps",
          "--require-hashes", "-r", "/dev/stdin"],
         ["pip", "install", "fast==2.21.0", "numpy<2; touch /x"],
         ["export", "LD_PRELOAD=/a.so /b.so"],

@@ -1,5 +1,6 @@
 """The results model's decision rules: one table keyed by version (results.model.RULES), which
-every decision asks by name; a session decided by rules this tfbuild does not know is refused."""
+every decision asks by name; a session decided by rules this tfbuild does not know is refused.
+A variant's runtime is held as the runtime's own record."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from support.cli import run_tfbuild
 from support.env import FIXTURES, REPO
 
@@ -58,3 +60,36 @@ def test_a_session_decided_by_rules_this_tfbuild_does_not_know_is_refused(
         f"decided by rules {DECISIONS + 1}, which this tfbuild does not know (it knows "
         f"1-{DECISIONS}); a newer tfbuild wrote it"
     ) in line
+
+
+def test_a_variants_runtime_is_the_runtimes_record_written_back_as_recorded(
+    tmp_path: Path,
+) -> None:
+    """Every committed session (both schema versions, and a calibration's) holds its runtimes
+    as RuntimeRecords and writes each back key for key, in its place; a runtime without the
+    kind --resume makes again is refused by its place."""
+    import gzip
+
+    from tfbuild.results import calibration
+    from tfbuild.results.codec import load, to_json
+    from tfbuild.runtime.records import RuntimeRecord
+
+    checked = 0
+    for path in sorted((FIXTURES / "results").glob("*.json*")):
+        raw = path.read_bytes()
+        document = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+        is_calibration = path.name.startswith("calibration")
+        results = calibration.load(path).session if is_calibration else load(path)
+        written = to_json(results)["variants"]
+        for name, variant in document["variants"].items():
+            runtime = (results.variants or {})[name].runtime
+            assert isinstance(runtime, RuntimeRecord) and runtime.kind == "local", name
+            assert json.dumps(written[name]["runtime"]) == json.dumps(variant["runtime"])
+            checked += 1
+    assert checked > 20
+    document = json.loads((FIXTURES / "results" / "aa-run.json").read_text())
+    del document["variants"]["stock"]["runtime"]["kind"]
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(document))
+    with pytest.raises(ResultsError, match=r"variants\.stock: missing 'kind'"):
+        load(damaged)

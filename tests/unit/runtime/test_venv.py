@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from tfbuild.config.model import PipSettings
 from tfbuild.errors import InstallError
 from tfbuild.fetch import _artifact
 from tfbuild.machine.pythons import RUNNING_PYTHON, find_python
+from tfbuild.runtime.records import PayloadConfig, RuntimeRecord
 from tfbuild.runtime.venv import LocalVenv
 from tfbuild.store import Artifact, Manifest
 
@@ -163,3 +165,36 @@ def test_a_cuda_build_is_installed_with_its_and_cuda_extra(
     names = {p["name"].replace("-", "_") for p in json.loads(listed.stdout)}
     assert "tfbuild_cuda_probe" in names and "tfbuild_cudalib_probe" not in names
     assert Artifact.from_json(json.loads(json.dumps(gpu.to_json())), gpu.manifest) == gpu
+
+
+def test_a_local_runtime_sends_the_payload_its_config_and_describes_itself_as_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CONFIG.json a benchmark process gets is the configuration pinned to its CPUs, byte
+    for byte as it has always been; the runtime is described as results have recorded it."""
+    wheel = tmp_path / "tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl"
+    venv = LocalVenv(Artifact("tf", wheel, "2b" * 32, (), None), tmp_path / "cache", SETTINGS)
+    venv.interpreter.parent.mkdir(parents=True)
+    venv.interpreter.write_text('#!/bin/sh\ncp "$2" "$TFBUILD_TEST_CONFIG"\n')
+    venv.interpreter.chmod(0o755)
+    sent = tmp_path / "sent.json"
+    monkeypatch.setenv("TFBUILD_TEST_CONFIG", str(sent))
+    config = PayloadConfig(benchmarks=("gru-keras",), intra_op=2, inter_op=1, xla="jit")
+    outcome = venv.run(config, {}, [0, 1], timeout=60)
+    assert outcome.returncode == 0 and outcome.result is None
+    assert sent.read_text() == (
+        '{"benchmarks": ["gru-keras"], "intra_op": 2, "inter_op": 1, "xla": "jit", "cpus": [0, 1]}'
+    )
+    venv.run(PayloadConfig(smoke_test=True), {}, None, timeout=60)
+    assert sent.read_text() == (
+        '{"benchmarks": [], "intra_op": null, "inter_op": null, "cpus": null}'
+    )
+    described = venv.describe()
+    assert list(described.to_json().items()) == [
+        ("kind", "local"),
+        ("path", str(venv.path)),
+        ("python", sys.version.split()[0]),
+        ("wheel", wheel.name),
+        ("sha256", "2b" * 32),
+    ]
+    assert RuntimeRecord.from_json(json.loads(json.dumps(described.to_json()))) == described
