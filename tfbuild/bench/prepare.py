@@ -30,17 +30,23 @@ from tfbuild.plan.make import Plan, PlannedVariant
 from tfbuild.plan.runtimes import runtime_kind
 from tfbuild.progress import Reporter
 from tfbuild.results.codec import Record
-from tfbuild.results.model import Failure, Results, VariantRecord, WheelRecord
+from tfbuild.results.model import Failure, Results, Stage, VariantRecord, WheelRecord
 from tfbuild.runtime.base import RuntimeEnv
 from tfbuild.runtime.make import RuntimeSettings, make_runtime
 from tfbuild.runtime.records import PayloadConfig
 from tfbuild.store import Manifest
 
-_STAGE_OF = {NotBuiltError: "fetch", IncompatibleWheel: "inspect", BadWheel: "inspect"}
+_STAGE_OF: dict[type[Exception], Stage] = {
+    NotBuiltError: "fetch", IncompatibleWheel: "inspect", BadWheel: "inspect"
+}  # fmt: skip
 
 
 def fail_variant(
-    results: Results, name: str, stage: str, reason: str, details: Mapping[str, Any] | None = None
+    results: Results,
+    name: str,
+    stage: Stage,
+    reason: str,
+    details: Mapping[str, Any] | None = None,
 ) -> Results:
     """The variant marked failed, with a failure record for all its configs."""
     keys = tuple(c.key for c in results.configs if c.variant == name)

@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 from tfbuild.config.model import PipSettings
 from tfbuild.machine.peak import Peak
@@ -178,14 +178,18 @@ class VariantRecord:
     threads_default: Json | None = None
 
 
+Stage = Literal["plan", "build", "fetch", "inspect", "install", "smoke"]
+"""Where a variant failed, in the order a session prepares it."""
+STAGES: tuple[Stage, ...] = get_args(Stage)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Failure:
     """A variant that could not be measured, and the stage it failed in."""
 
     variant: str
     configs: tuple[str, ...]
-    stage: str
-    """plan, fetch, inspect, install or smoke."""
+    stage: Stage
     reason: str
     details: Json = field(default_factory=dict)
     """What else the stage knew: the failure kind, signal, exit code, stderr tail."""

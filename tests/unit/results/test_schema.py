@@ -152,3 +152,12 @@ def test_a_problem_is_named_by_its_place_and_value(edit: Any, said: str) -> None
     edit(document)
     problem = schema.problem(document)
     assert problem is not None and problem.startswith(said), problem
+
+
+def test_the_schema_names_every_stage_a_variant_fails_in() -> None:
+    """The stages are one list (results.model.Stage, which the code that records a failure is
+    typed with); the schema's is the same, in the same order."""
+    from tfbuild.results.model import STAGES
+
+    stage = SCHEMA_DOCUMENT["properties"]["failures"]["items"]["properties"]["stage"]
+    assert tuple(stage["enum"]) == STAGES
