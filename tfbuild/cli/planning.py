@@ -24,7 +24,7 @@ from tfbuild.config.model import Matrix
 from tfbuild.config.settings import Setting, matrix_settings
 from tfbuild.config.tensorflow import tf_release
 from tfbuild.engine import DockerInfo
-from tfbuild.errors import EngineUnavailable, InstallError, UsageError
+from tfbuild.errors import EngineUnavailable, InstallError, SelectionError, UsageError
 from tfbuild.machine.detect import detect
 from tfbuild.machine.profile import HostProfile, load_profile
 from tfbuild.machine.remote import engine_machine
@@ -189,4 +189,17 @@ def session_plan(
     for pv in plan.variants:
         if pv.variant.name in matrix.notes:
             note(matrix.notes[pv.variant.name])
+    return plan
+
+
+def with_baseline(plan: Plan) -> Plan:
+    """The plan of a session that ranks (`bench`, `run`): refused before anything runs when the
+    selection leaves out the baseline, which every config is ranked against."""
+    baseline = plan.matrix.baseline
+    key = f"{baseline.variant}:{baseline.tuning}"
+    if all(c.key != key for c in plan.configs):
+        raise SelectionError(
+            f"the selection leaves out the baseline {key} (matrix.yaml's `baseline:`), which "
+            f"every config is ranked against: add --only {key}"
+        )
     return plan

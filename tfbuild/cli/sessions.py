@@ -30,7 +30,7 @@ from tfbuild.cli.options import (
     session_options,
     store_option,
 )
-from tfbuild.cli.planning import SessionMachine, read_matrix, session_plan
+from tfbuild.cli.planning import SessionMachine, read_matrix, session_plan, with_baseline
 from tfbuild.cli.values import (
     Selection,
     SuiteRequest,
@@ -243,7 +243,7 @@ def bench(**params: Any) -> None:
             plan = session_plan(
                 matrix, settings.selection, settings.machine, engine_status, reporter.note
             )
-            path = run_session(plan, options, workspace, reporter, SequentialLooks())
+            path = run_session(with_baseline(plan), options, workspace, reporter, SequentialLooks())
     results = load(path)
     if not params["quiet"]:
         print_bench(console(), summarise(results), path)
@@ -424,8 +424,8 @@ def run(build_sources: bool, **params: Any) -> None:
     reporter = make_reporter(settings.quiet)
     skipped: list[str] = []
     with reporter:
-        plan = session_plan(
-            matrix, settings.selection, settings.machine, engine_status, reporter.note
+        plan = with_baseline(
+            session_plan(matrix, settings.selection, settings.machine, engine_status, reporter.note)
         )
         store = workspace.store
         sources = [pv for pv in plan.variants if pv.variant.needs_build]

@@ -52,6 +52,22 @@ def test_console_script_installed() -> None:
         (["detect", "--cpuinfo", str(HASWELL), "--host", str(HASWELL)], 64, "give one of them"),
         (["matrix", "--bogus"], 64, "No such option"),
         (["matrix", "--host", str(HASWELL)], 3, "not valid JSON"),
+        (
+            [
+                "bench",
+                "--with",
+                "intel-2023",
+                "--only",
+                "stock-2.14:default",
+                "--runtime",
+                "local",
+                "--results",
+                "/nonexistent/results",
+            ],
+            4,
+            "the selection leaves out the baseline stock:default (matrix.yaml's `baseline:`), "
+            "which every config is ranked against: add --only stock:default",
+        ),
     ],
 )
 def test_exit_codes(args: list[str], code: int, message: str) -> None:
