@@ -556,9 +556,14 @@ def remove_image(reference: str) -> None:
     client().images.remove(reference, force=True)
 
 
-def put_archive(created: Container, path: str, data: bytes | IO[bytes]) -> None:
-    """Copy a tar archive into a (created) container's folder, through the API."""
+def put_archive(
+    created: Container, path: str, data: bytes | IO[bytes], start: bool = False
+) -> None:
+    """Copy a tar archive into a (created) container's folder, through the API; with `start`,
+    then start it and leave it running (its command serves until it is removed)."""
     created.handle.put_archive(path, data)
+    if start:
+        created.handle.start()
 
 
 def commit(created: Container, tag: str, message: str, changes: Sequence[str]) -> None:
@@ -572,3 +577,23 @@ def commit(created: Container, tag: str, message: str, changes: Sequence[str]) -
 def output_of(created: Container, *, stdout: bool = True, stderr: bool = True) -> str:
     """What a container has printed so far."""
     return bytes(created.handle.logs(stdout=stdout, stderr=stderr)).decode("utf-8", "replace")
+
+
+class NotRunning(Exception):
+    """The container has stopped: `status` is how its command ended (negative: a signal)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"stopped (exit status {status})")
+        self.status = status
+
+
+def exec_in(created: Container, command: Sequence[str]) -> tuple[int, str]:
+    """Run a command in a running container as its user; its exit code and standard output."""
+    from docker.errors import APIError
+
+    try:
+        result = created.handle.exec_run(list(command), stdout=True, stderr=False)
+    except APIError as exc:
+        created.handle.reload()
+        raise NotRunning(signal_status(created.handle.attrs["State"]["ExitCode"])) from exc
+    return int(result.exit_code), bytes(result.output).decode("utf-8", "replace")

@@ -334,7 +334,8 @@ def test_sigill_is_explained(workspace: Path, tmp_path: Path) -> None:
 @pytest.mark.docker
 def test_quick_bench_in_runtime_containers(workspace: Path, base_image: str) -> None:
     """tensorflow-cpu from the index, installed into a runtime image and measured in
-    containers without network, as a non-root user."""
+    containers without network, as a non-root user: forked from a zygote container per config
+    (the fresh path in containers: test_remote_engine)."""
     matrix = write_matrix(
         workspace / "docker",
         f"""\
@@ -345,17 +346,21 @@ variants:
 suite: {{benchmarks: [gru-static, matmul-pinned]}}
 """,
     )
-    with inspected("org.tfbuild=bench") as seen:
-        proc = bench(workspace, matrix, "--rounds", "2", "--runtime", "docker")
+    with inspected("org.tfbuild=zygote") as seen:
+        proc = bench(
+            workspace, matrix, "--rounds", "2", "--runtime", "docker", "--processes", "forked"
+        )
     assert proc.returncode == 0, proc.stderr[-3000:]
     _, doc = only_results(matrix)
+    assert doc["suite"]["processes"] == "forked"
     runtime = doc["variants"]["tf"]["runtime"]
     assert runtime["kind"] == "docker" and runtime["image"].startswith("tfbuild/runtime:")
     # How the benchmark containers were confined, as the engine reports it; they carry the
     # session's id (other tests' sessions run meanwhile).
     session = doc["session"]["id"]
     ours = [a for a in seen.values() if a["Config"]["Labels"].get("org.tfbuild.session") == session]
-    assert ours, "no benchmark container of this session was seen"
+    # One zygote per config: the baseline and its A/A copy.
+    assert len(ours) == 2, "not one zygote container per config"
     for attrs in ours:
         config, limits = attrs["Config"], attrs["HostConfig"]
         assert config["User"] == "10001:10001" and config["Image"] == runtime["image"]
@@ -363,7 +368,10 @@ suite: {{benchmarks: [gru-static, matmul-pinned]}}
         assert "no-new-privileges" in limits["SecurityOpt"]
         assert limits["ReadonlyRootfs"] is True and "/tmp" in limits["Tmpfs"]
         assert 0 < limits["PidsLimit"] <= 4096
-        assert {m["Destination"] for m in attrs["Mounts"]} == {"/io"}
+        mounts = {m["Destination"]: m for m in attrs["Mounts"]}
+        assert set(mounts) == {"/io", "/io/traces"}  # and the build's saved training steps:
+        assert mounts["/io/traces"]["RW"] is False  # read-only, in the volume made once
+        assert mounts["/io/traces"]["Name"].startswith("tfbuild-traces-")
     assert len(doc["runs"]) == 4 and all(run["status"] == "ok" for run in doc["runs"])
     for run in doc["runs"]:
         assert all(

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tfbuild.bench.payload import BENCHMARKS
+from tfbuild.config.suite import TRAINED
 from tfbuild.runtime.base import PAYLOAD
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
@@ -93,3 +94,50 @@ def test_graphs_are_the_same_without_autograph(tf_python: Path) -> None:
     sizes = {n: sum(c[-1] for c in ways["payload"][0]["graph"]) for n, ways in graphs.items()}
     assert sizes["gru-static"] > 1000 and sizes["gru-keras"] > 100, sizes
     assert graphs["gru-dynamic"]["payload"][0]["library"], "the scan's functions are missing"
+
+
+# Runs inside the TensorFlow venv: each training step traced here, and the same step saved by
+# the payload (save_traces, as a runtime does once per build) and loaded (as every process
+# does); prints the description of both graphs (the `shape`/`describe` above).
+LOADED = (
+    SCRIPT[: SCRIPT.index("out = {}")]
+    + r"""
+import pathlib, tempfile
+folder = pathlib.Path(tempfile.mkdtemp())
+payload.save_traces(np, tf, folder)
+specs = (tf.TensorSpec((payload.BATCH, payload.SEQ), tf.int32),
+         tf.TensorSpec((payload.BATCH,), tf.int32))
+out = {}
+for name, make in payload.TRAINERS.items():
+    traced = make(np, tf).train_step.get_concrete_function(*specs)
+    restored = tf.saved_model.load(str(folder / name)).train_step
+    (loaded,) = restored._list_all_concrete_functions()
+    out[name] = {way: describe_concrete(f) for way, f in (("traced", traced), ("loaded", loaded))}
+print(json.dumps(out))
+"""
+)
+LOADED = LOADED.replace(
+    "def describe(f):\n    (concrete,) = f._list_all_concrete_functions()\n",
+    "def describe_concrete(concrete):\n",
+).replace('    return {"graph": shape(graph_def), "library": library, "autograph": f._autograph}',
+          '    return {"graph": shape(graph_def), "library": library}')  # fmt: skip
+
+
+def test_a_loaded_training_step_is_the_traced_graph(tf_python: Path) -> None:
+    """Suite version 4 times the graphs version 3 did: each GRU training step a process loads
+    (saved once per build) is the step traced in the process, op for op, and every function it
+    calls (the loops' bodies and their gradients) is one of the traced step's. The traced
+    library also keeps the loop bodies as they were before the gradient rewrote them, which
+    nothing calls."""
+    proc = subprocess.run(
+        [str(tf_python), "-c", LOADED, str(PAYLOAD)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    graphs = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert list(graphs) == list(TRAINED)
+    for name, ways in graphs.items():
+        traced, loaded = ways["traced"], ways["loaded"]
+        assert loaded["graph"] == traced["graph"], name
+        assert all(f in traced["library"] for f in loaded["library"]), name
+        assert bool(loaded["library"]) == (name != "gru-static"), name  # unrolled: no loop

@@ -154,10 +154,11 @@ def remote_engine(base_image: str) -> Iterator[tuple[str, Any]]:
 
 def in_containers(matrix: Path, workspace: Path, results: Path, seed: int) -> list[str]:
     """`bench`/`run` arguments for a session in containers, with the shared TensorFlow store
-    and cache (each wheel downloaded and installed once per test session)."""
+    and cache (each wheel downloaded and installed once per test session); its processes
+    fresh, a container each (the forked path in containers: test_bench)."""
     return ["--matrix", str(matrix), "--store", str(workspace / "wheels"),
             "--cache-dir", str(workspace / "cache"), "--results", str(results),
-            "--runtime", "docker", "--seed", str(seed)]  # fmt: skip
+            "--runtime", "docker", "--seed", str(seed), "--processes", "fresh"]  # fmt: skip
 
 
 class Inspected:

@@ -86,6 +86,9 @@ class ReplayRuntime(RuntimeEnv):
     ) -> None:
         super().__init__(Artifact("replay", Path("replay.whl"), "0" * 64, (), None))
         self.runs, self.rng, self.effect, self.clock = runs, rng, effect, clock
+        self.zygotes: list[str | None] = []
+        """The zygote each process was asked of (None: a fresh process)."""
+        self.closed = 0
 
     def prepare(self) -> bool:
         return False
@@ -96,7 +99,9 @@ class ReplayRuntime(RuntimeEnv):
         env: Mapping[str, str],
         cpus: Sequence[int] | None,
         timeout: float,
+        zygote: str | None = None,
     ) -> RunOutcome:
+        self.zygotes.append(zygote)
         real = self.rng.choice(self.runs)
         recorded = _payload(real)
         benchmarks = {
@@ -113,6 +118,12 @@ class ReplayRuntime(RuntimeEnv):
         self.clock.now += real.wall_s
         result = {k: recorded[k] for k in ("import_s", "smoke_s", "payload_s", "threads")}
         return RunOutcome(0, {**result, "benchmarks": benchmarks}, "", real.wall_s)
+
+    def close(self) -> None:
+        self.closed += 1
+
+    def _save_traces(self, jit: bool) -> str:
+        return "replay"
 
     def describe(self) -> RuntimeRecord:
         return RuntimeRecord(

@@ -102,6 +102,12 @@ def test_readme_states_the_suite_and_design_the_code_has() -> None:
     assert f"`presets` (`quick`: {quick.budget_s / 60:.0f}m and {quick.resolve:.0%}" in text
 
 
+def test_the_documentation_says_how_many_processes_a_zygote_serves() -> None:
+    from tfbuild.runtime.forked import CHILDREN
+
+    assert f"Each zygote serves {CHILDREN} processes" in documentation()
+
+
 def test_readme_states_the_simulations_the_code_runs() -> None:
     """How many sessions the README says each simulated figure comes from, and the shares the
     planners aim at, are tfbuild.analysis.power's."""

@@ -353,11 +353,6 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         "analyse_host",
         "per-round values and paired differences: every estimate's input",
     ),
-    "tfbuild.analysis.sessions": (
-        "tests/unit/analysis/test_host_report.py",
-        "tfbuild.analysis.sessions",
-        "results files read for analysis, by the report's tests",
-    ),
     "tfbuild.audit.elf": (
         "tests/unit/audit/test_isa.py",
         "audit_object",
@@ -372,6 +367,16 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         "tests/unit/analysis/test_calibration.py",
         "tfbuild.bench.calibrate",
         "a calibration is judged by its analysis",
+    ),
+    "tfbuild.bench.zygote": (
+        "tests/integration/test_forked.py",
+        "LocalZygote",
+        "runs in a runtime beside the payload: forked processes of real TensorFlow",
+    ),
+    "tfbuild.runtime.forked": (
+        "tests/integration/test_forked.py",
+        "tfbuild.runtime.forked",
+        "zygotes need a runtime with real TensorFlow (containers: test_bench)",
     ),
     "tfbuild.bench.workload_payload": (
         "tests/integration/test_workload.py",

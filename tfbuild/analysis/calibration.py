@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tfbuild.bench.calibrate import EARLIER, STEPS
+from tfbuild.bench.calibrate import DESIGN_SINCE, EARLIER, STEPS
 from tfbuild.bench.payload import ITERATIONS, SAMPLES, SUITE_VERSION
 from tfbuild.results.calibration import CalibrationResults
 
@@ -33,7 +33,9 @@ class SampleDesign:
 
 def suite_design(benchmarks: Sequence[str]) -> SampleDesign:
     return SampleDesign(
-        f"suite v{SUITE_VERSION}",
+        f"suite v{DESIGN_SINCE}-{SUITE_VERSION}"
+        if DESIGN_SINCE < SUITE_VERSION
+        else f"suite v{SUITE_VERSION}",
         {b: ITERATIONS[b] for b in benchmarks},
         {b: SAMPLES[b] for b in benchmarks},
     )

@@ -13,7 +13,14 @@ from tfbuild import stats
 from tfbuild.analysis.estimates import ALPHA
 from tfbuild.analysis.host_report import failures_of
 from tfbuild.analysis.rounds import round_table
-from tfbuild.analysis.sessions import Session, describe_work, load_sessions, work_of
+from tfbuild.analysis.sessions import (
+    DIFFERENT_LEVELS,
+    STARTED,
+    Session,
+    check_same_work,
+    describe_work,
+    work_of,
+)
 from tfbuild.results.model import is_aa
 
 
@@ -96,9 +103,8 @@ def gate(
     over every machine class) is a regression; a config the old results measured and the new
     session planned but did not measure, wholly or in part, is missing."""
     notes: list[str] = []
+    check_same_work(new)  # says what is mixed
     versions = {s.results.suite.version for s in new}
-    if len(versions) > 1:
-        load_sessions(s.path for s in new)  # says which versions are mixed
     other = sorted({s.results.suite.version for s in old} - versions)
     if other:  # after an upgrade: the old work is not this work, so nothing to compare with
         notes.append(
@@ -106,6 +112,16 @@ def gate(
             f"suite v{min(versions)}: they measured different work"
         )
         old = [s for s in old if s.results.suite.version in versions]
+    started = {s.results.suite.processes for s in new}
+    other_started = [s for s in old if s.results.suite.processes not in started]
+    if new and other_started:  # the other way of starting processes: the same work, other levels
+        path = other_started[0].results.suite.processes
+        (now,) = started
+        notes.append(
+            f"{len(other_started)} old result file(s) that {STARTED[path]} are not compared "
+            f"with new ones that {STARTED[now]}: {DIFFERENT_LEVELS} ({other_started[0].path})"
+        )
+        old = [s for s in old if s.results.suite.processes in started]
     work = work_of(new[0].results) if new else None
     other_work = [s for s in old if work_of(s.results) != work]
     unlike: str | None = None

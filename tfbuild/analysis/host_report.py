@@ -198,6 +198,8 @@ class HostReport:
     variants: dict[str, VariantRecord] = field(repr=False)
     workload: str | None = None
     """What the user's own model was (`--workload`), when the sessions measured one."""
+    forked: bool = False
+    """The sessions forked each process from a zygote of its config (`--processes forked`)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -536,6 +538,7 @@ def analyse_host(
         benchmarks=list(setup.benchmarks),
         units=dict(first.suite.units),
         workload=first.suite.workload.describe() if first.suite.workload else None,
+        forked=first.suite.processes == "forked",
         rounds=rounds,
         margins=margins,
         spreads=spreads,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from tfbuild.errors import ResultsError
 from tfbuild.machine.cpu import level_name
 from tfbuild.machine.profile import HostProfile
 from tfbuild.results.codec import load
-from tfbuild.results.model import DECISIONS, Design, Results, rules
+from tfbuild.results.model import DECISIONS, Design, ProcessPath, Results, rules
 
 
 @dataclass(frozen=True)
@@ -100,9 +100,21 @@ def host_key(host: HostProfile) -> str:
 
 
 def work_of(results: Results) -> tuple[Any, ...]:
-    """What a session measured: its suite's version and its workload (None: the suite alone)."""
-    workload = results.suite.workload
-    return (results.suite.version, workload.identity() if workload else None)
+    """What a session measured: its suite's version, how it started its benchmark processes
+    and its workload (None: the suite alone)."""
+    suite = results.suite
+    return (suite.version, suite.processes, suite.workload.identity() if suite.workload else None)
+
+
+STARTED: dict[ProcessPath, str] = {
+    "fresh": "ran each process fresh (a new interpreter importing TensorFlow)",
+    "forked": "forked each from a process of its config that had imported TensorFlow",
+}
+"""How a session started its benchmark processes, said after the session's name."""
+
+DIFFERENT_LEVELS = "their levels differ by a few percent per benchmark"
+"""Why sessions that started their processes differently are not compared, although they time
+the same work (docs/measurements/process-cost-*)."""
 
 
 def describe_work(results: Results) -> str:
@@ -114,13 +126,30 @@ def load_sessions(paths: Iterable[Path], same_work: bool = True) -> list[Session
     """The results files as sessions; ResultsError when they measured different work (unless
     `same_work` is False: old results for the gate, which compares only the same work)."""
     sessions = [Session(p, load(p)) for p in paths]
-    if not same_work:
-        return sessions
+    if same_work:
+        check_same_work(sessions)
+    return sessions
+
+
+def check_same_work(sessions: Sequence[Session]) -> None:
+    """ResultsError naming what differs when the sessions are not one comparison: their suite
+    versions, how they started their benchmark processes, or their workloads."""
     versions = {s.results.suite.version for s in sessions}
     if len(versions) > 1:
         raise ResultsError(
             f"these results come from suite versions {sorted(versions)}; "
             "results of different suites measure different things and are not compared"
+        )
+    started: dict[ProcessPath, list[str]] = {}
+    for s in sessions:
+        started.setdefault(s.results.suite.processes, []).append(str(s.path))
+    if len(started) > 1:
+        said = "; ".join(f"{', '.join(files)} {STARTED[path]}" for path, files in started.items())
+        raise ResultsError(
+            "these results started their benchmark processes differently and are not ranked "
+            f"together: {said}. Both time the same work, but {DIFFERENT_LEVELS}, so one ranking "
+            "of both would measure the path as much as the builds: compare each path's sessions "
+            "on their own"
         )
     first = sessions[0] if sessions else None
     for s in sessions[1:]:
@@ -129,4 +158,3 @@ def load_sessions(paths: Iterable[Path], same_work: bool = True) -> list[Session
                 f"these results measured different work and are not compared: {first.path} "
                 f"ran {describe_work(first.results)}; {s.path} ran {describe_work(s.results)}"
             )
-    return sessions

@@ -33,6 +33,9 @@ EARLIER: dict[int, tuple[dict[str, int], int]] = {
     ),
 }  # fmt: skip
 # Steps timed per benchmark per process: enough to replay suite v1's work (5 samples).
+DESIGN_SINCE = 3
+"""The suite version that brought today's iterations and samples (version 4 changed how a
+process gets its graphs, not what it times)."""
 STEPS = {name: EARLIER[1][1] * n for name, n in EARLIER[1][0].items()}
 
 
@@ -74,22 +77,30 @@ def run_calibration(
     record_session(replace(results, order=tuple(tuple(o) for o in orders)))
     reporter.start(sum(map(len, orders)), f"calibrating {len(by_key)} configs x {rounds} rounds")
     steps = {b: STEPS[b] for b in calibration.benchmarks}
-    for r, order in enumerate(orders):
-        for pos, key in enumerate(order):
-            config = by_key[key]
-            label = f"round {r + 1}/{rounds}: {key}"
-            reporter.running(label)
-            started = now()
-            outcome = runtimes[config.variant].run(
-                replace(payload_config(calibration.benchmarks, config), calibrate=steps),
-                config.env,
-                options.cpus,
-                options.timeout,
-            )
-            fields = recorded(outcome, options.timeout, step_times)
-            run = CalibrationRun(round=r, position=pos, config=key, started_at=started, **fields)
-            calibration = save(path, replace(calibration, runs=(*calibration.runs, run)))
-            reporter.advance(label)
+    forked = options.processes == "forked"
+    try:
+        for r, order in enumerate(orders):
+            for pos, key in enumerate(order):
+                config = by_key[key]
+                label = f"round {r + 1}/{rounds}: {key}"
+                reporter.running(label)
+                started = now()
+                outcome = runtimes[config.variant].run(
+                    replace(payload_config(calibration.benchmarks, config), calibrate=steps),
+                    config.env,
+                    options.cpus,
+                    options.timeout,
+                    zygote=key if forked else None,
+                )
+                fields = recorded(outcome, options.timeout, step_times)
+                run = CalibrationRun(
+                    round=r, position=pos, config=key, started_at=started, **fields
+                )
+                calibration = save(path, replace(calibration, runs=(*calibration.runs, run)))
+                reporter.advance(label)
+    finally:
+        for runtime in runtimes.values():
+            runtime.close()
     session = replace(calibration.session.session, complete=True, finished_at=now())
     save(path, replace(calibration, session=replace(calibration.session, session=session)))
     return path

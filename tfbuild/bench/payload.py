@@ -1,19 +1,18 @@
-"""tfbuild benchmark suite, version 3: the code that runs inside a runtime (venv or container).
+"""tfbuild benchmark suite, version 4: the code that runs inside a runtime (venv or container).
 
 Imports only the standard library, numpy and tensorflow, and never tfbuild: the file is copied
-into the runtime and run as ``python payload.py CONFIG.json RESULT.json``. The parent process sets
-the tuning's environment variables before starting it, so they are in force before TensorFlow
-initialises; thread pool sizes from the config are applied here, before the first op runs.
+into the runtime and run as ``python payload.py CONFIG.json RESULT.json`` (or forked by
+zygote.py, its parent having imported TensorFlow). The tuning's environment variables are set
+before TensorFlow starts; thread pool sizes from the config are applied before the first op.
 
 Every benchmark has fixed shapes, seeds, warm-up, iterations and samples, identical for every
 build. A change to any of them is a new suite version (SUITE_VERSION), so results of different
-suites are never compared.
-
-Version 2 timed less work per process than version 1, and version 3 half the steps per sample of
-version 2: on a shared machine the spread between processes (thread placement, memory layout,
-neighbours) dominates the spread within one, so more, cheaper processes buy more precision per
-second than longer ones (`tfbuild calibrate` measures it; docs/reference.md shows the table). Each
-process records where its time went: import, building, tracing, warm-up, timed samples.
+suites are never compared. Version 2 timed less work per process than version 1, version 3 half
+the steps per sample of version 2 (on a shared machine the spread between processes dominates,
+so more, cheaper processes buy more precision per second: `tfbuild calibrate`). Version 4 times
+the same graphs as version 3, but each build traces its training steps once (`payload.py
+--save-traces FOLDER`) and every process loads them instead of tracing them again. Each process
+records where its time went: import, building, tracing, warm-up, timed samples.
 
 The experiments come from:
 - gru-*: "TensorFlow Speed: Build from Source and Hand-Built GRU" (library GRU layer vs a
@@ -36,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-SUITE_VERSION = 3
+SUITE_VERSION = 4
 BENCHMARKS = (
     "gru-keras",
     "gru-static",
@@ -69,20 +68,9 @@ N = 1000
 ROWS, COLS, MINIBATCH = 8192, 256, 256
 SEED = 20170404
 ENV_RECORDED = (
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "KMP_BLOCKTIME",
-    "KMP_AFFINITY",
-    "KMP_HW_SUBSET",
-    "OMP_PROC_BIND",
-    "OMP_PLACES",
-    "TF_ENABLE_ONEDNN_OPTS",
-    "TF_DISABLE_MKL",
-    "TF_NUM_INTRAOP_THREADS",
-    "TF_NUM_INTEROP_THREADS",
-    "ONEDNN_MAX_CPU_ISA",
-    "DNNL_MAX_CPU_ISA",
-    "LD_PRELOAD",
+    *("OMP_NUM_THREADS", "MKL_NUM_THREADS", "KMP_BLOCKTIME", "KMP_AFFINITY", "KMP_HW_SUBSET"),
+    *("OMP_PROC_BIND", "OMP_PLACES", "TF_ENABLE_ONEDNN_OPTS", "TF_DISABLE_MKL", "LD_PRELOAD"),
+    *("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"),
     "TF_XLA_FLAGS",
 )
 
@@ -131,8 +119,9 @@ def _glorot(np: Any, rng: Any, shape: tuple[int, int]) -> Any:
     return rng.uniform(-limit, limit, size=shape).astype(np.float32)
 
 
-def _sgd_momentum(tf: Any, np: Any, variables: list[Any]) -> Callable[[list[Any]], None]:
-    """SGD with momentum (Keras semantics: v = m*v - lr*g; w += v), the same for every model."""
+def _sgd_momentum(tf: Any, np: Any, variables: list[Any]) -> tuple[list[Any], Callable[..., None]]:
+    """SGD with momentum (Keras semantics: v = m*v - lr*g; w += v), the same for every model:
+    its velocities and the update."""
     velocities = [tf.Variable(np.zeros(v.shape, dtype=np.float32)) for v in variables]
 
     def apply(grads: list[Any]) -> None:
@@ -140,14 +129,13 @@ def _sgd_momentum(tf: Any, np: Any, variables: list[Any]) -> Callable[[list[Any]
             vel.assign(MOMENTUM * vel - LEARNING_RATE * tf.convert_to_tensor(grad))
             var.assign_add(vel)
 
-    return apply
+    return velocities, apply
 
 
-def _train_benchmark(
-    np: Any, tf: Any, forward: Callable[[Any], Any], variables: list[Any]
-) -> TimedStep:
-    inputs, labels = _gru_data(np, tf)
-    apply = _sgd_momentum(tf, np, variables)
+def _trainer(np: Any, tf: Any, forward: Callable[[Any], Any], variables: list[Any]) -> Any:
+    """A model's training step as a tf.Module (its step function, the model's variables and
+    the optimiser's), to run here or to save with this build's TensorFlow (save_traces)."""
+    velocities, apply = _sgd_momentum(tf, np, variables)
 
     @_graph(tf)
     def train_step(x: Any, y: Any) -> Any:
@@ -159,11 +147,19 @@ def _train_benchmark(
         apply(tape.gradient(loss, variables))
         return loss
 
+    module = tf.Module()
+    module.train_step, module.weights, module.velocities = train_step, variables, velocities
+    return module
+
+
+def _train_benchmark(np: Any, tf: Any, trainer: Any) -> TimedStep:
+    """Steps of a trainer (traced here, or loaded: a restored function needs its module kept)."""
+    inputs, labels = _gru_data(np, tf)
     state: dict[str, Any] = {"i": 0, "loss": None}
 
     def step() -> None:
         i = state["i"] = (state["i"] + 1) % GRU_BATCHES
-        state["loss"] = train_step(inputs[i], labels[i])
+        state["loss"] = trainer.train_step(inputs[i], labels[i])
 
     return TimedStep(step, BATCH, "examples/s", lambda: float(state["loss"]))
 
@@ -231,7 +227,7 @@ class _HandBuiltGru:
         return self.head(states[-1])
 
 
-def gru_keras(np: Any, tf: Any) -> TimedStep:
+def keras_trainer(np: Any, tf: Any) -> Any:
     tf.keras.utils.set_random_seed(SEED)
     model = tf.keras.Sequential(
         [
@@ -242,17 +238,45 @@ def gru_keras(np: Any, tf: Any) -> TimedStep:
         ]
     )
     model(tf.zeros((BATCH, SEQ), dtype=tf.int32))
-    return _train_benchmark(np, tf, lambda x: model(x, training=True), model.trainable_variables)
+    return _trainer(np, tf, lambda x: model(x, training=True), model.trainable_variables)
 
 
-def gru_static(np: Any, tf: Any) -> TimedStep:
+def static_trainer(np: Any, tf: Any) -> Any:
     gru = _HandBuiltGru(np, tf)
-    return _train_benchmark(np, tf, gru.static, gru.variables)
+    return _trainer(np, tf, gru.static, gru.variables)
 
 
-def gru_dynamic(np: Any, tf: Any) -> TimedStep:
+def dynamic_trainer(np: Any, tf: Any) -> Any:
     gru = _HandBuiltGru(np, tf)
-    return _train_benchmark(np, tf, gru.dynamic, gru.variables)
+    return _trainer(np, tf, gru.dynamic, gru.variables)
+
+
+TRAINERS = {
+    "gru-keras": keras_trainer,
+    "gru-static": static_trainer,
+    "gru-dynamic": dynamic_trainer,
+}
+"""The benchmarks whose traced step a build saves once (save_traces) for its processes to load."""
+
+
+def _trained(make: Callable[[Any, Any], Any]) -> Callable[[Any, Any], TimedStep]:
+    return lambda np, tf: _train_benchmark(np, tf, make(np, tf))
+
+
+def save_traces(np: Any, tf: Any, folder: Path) -> None:
+    """Trace each training step for the GRU inputs' shapes (without running it: the saved
+    variables hold their initial values) and save it as a SavedModel under `folder`."""
+    specs = (tf.TensorSpec((BATCH, SEQ), tf.int32), tf.TensorSpec((BATCH,), tf.int32))
+    for name, make in TRAINERS.items():
+        module = make(np, tf)
+        module.train_step.get_concrete_function(*specs)
+        tf.saved_model.save(module, str(folder / name))
+
+
+def _loaded(np: Any, tf: Any, name: str, traces: str) -> TimedStep:
+    """A GRU benchmark from its saved training step (the graph save_traces traced: no Python
+    is traced again)."""
+    return _train_benchmark(np, tf, tf.saved_model.load(f"{traces}/{name}"))
 
 
 MATMUL_FLOP = 2.0 * N**3 + N**2  # multiply-adds, then the bias
@@ -299,6 +323,13 @@ def _input_arrays(np: Any) -> tuple[Any, Any, tuple[int, ...]]:
     return data, weights, order
 
 
+def draw_inputs(np: Any) -> None:
+    """Draw the inputs made with numpy alone (no TensorFlow op runs): a zygote draws them once,
+    and every process it forks finds them drawn."""
+    _matmul_inputs(np)
+    _input_arrays(np)
+
+
 def _input_data(np: Any, tf: Any) -> tuple[Any, Any, tuple[int, ...]]:
     data, weights, order = _input_arrays(np)
     return data, tf.Variable(weights), order
@@ -341,9 +372,7 @@ def input_pinned(np: Any, tf: Any) -> TimedStep:
 
 
 BUILDERS: dict[str, Callable[[Any, Any], TimedStep]] = {
-    "gru-keras": gru_keras,
-    "gru-static": gru_static,
-    "gru-dynamic": gru_dynamic,
+    **{name: _trained(make) for name, make in TRAINERS.items()},
     "matmul-fed": matmul_fed,
     "matmul-pinned": matmul_pinned,
     "input-fed": input_fed,
@@ -493,6 +522,13 @@ def _workload(np: Any, tf: Any, config: dict[str, Any], result: dict[str, Any]) 
 
 
 def main(argv: list[str]) -> int:
+    if argv[1] == "--save-traces":  # payload.py --save-traces FOLDER [jit]
+        import numpy as np
+        import tensorflow as tf
+
+        JIT_COMPILE["value"] = True if argv[3:] == ["jit"] else None
+        save_traces(np, tf, Path(argv[2]))
+        return 0
     started_at = time.time()
     started = time.perf_counter()
     config = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
@@ -503,6 +539,8 @@ def main(argv: list[str]) -> int:
     result: dict[str, Any] = {
         "suite_version": SUITE_VERSION,
         "pid": os.getpid(),
+        "parent": os.getppid(),
+        "forked": "tensorflow" in sys.modules,  # a zygote's child: its parent imported it
         "started_at": started_at,
         "benchmarks": {},
     }
@@ -525,7 +563,8 @@ def main(argv: list[str]) -> int:
     for name in config.get("benchmarks", ()):
         t0 = time.perf_counter()
         try:
-            bench = BUILDERS[name](np, tf)
+            traces = config.get("traces") if name in TRAINERS else None
+            bench = _loaded(np, tf, name, traces) if traces else BUILDERS[name](np, tf)
             built = time.perf_counter()
             if calibrate:
                 entry = step_times(bench, int(calibrate[name]))

@@ -16,6 +16,7 @@ from tfbuild.audit.verdict import refuse_if_incompatible, target_for_host, with_
 from tfbuild.bench.failures import classify, gpu_fallback
 from tfbuild.bench.options import SessionOptions, Workspace
 from tfbuild.bench.workload import payload_spec
+from tfbuild.config.suite import TRAINED
 from tfbuild.errors import (
     BadWheel,
     EngineUnavailable,
@@ -204,6 +205,15 @@ def _prepare_variant(
             details = {"kind": "workload", "message": message[:8000]}
             return fail_variant(results, name, "smoke", reason, details), None
         reporter.note(f"workload {name}: {_fed(check)}")
+    if any(name in TRAINED for name in results.suite.benchmarks):
+        jits = sorted({c.xla == "jit" for c in results.configs if c.variant == name})
+        reporter.running(f"saving {name}'s training steps")
+        try:
+            for jit in jits:
+                runtime.traces(jit)
+        except InstallError as exc:
+            reporter.note(f"[red]fail[/] {name}: {str(exc).splitlines()[0]}")
+            return fail_variant(results, name, "smoke", str(exc)), None
     threads = outcome.result["threads"]
     entry = replace(entry, smoke=smoke, threads_default=threads, status="ready")
     reporter.note(_smoke_line(name, smoke, threads))

@@ -1,6 +1,7 @@
 """The rounds of a session: which config runs next, and when the session stops.
 
-A round runs every config still in contention once, each in a fresh process, in an order
+A round runs every config still in contention once, each in a fresh process (or one forked from
+its config's zygote, when the session's suite says so), in an order
 shuffled from the session's seed and the round number (so a resumed session draws the same
 orders). The baseline runs twice per round under two labels (the A/A control). A fixed design
 stops after its rounds; a sequential one looks at its data after the scheduled rounds (the
@@ -130,7 +131,15 @@ class Schedule:
         return all((r, key) in self.done for key in self.order[r])
 
     def run(self) -> Results:
-        """Run rounds until the design says stop; the results, complete."""
+        """Run rounds until the design says stop; the results, complete. The runtimes' zygotes
+        (forked processes) are stopped at the end, also when interrupted."""
+        try:
+            return self._rounds()
+        finally:
+            for runtime in filter(None, self.runtimes.values()):  # simulations run none
+                runtime.close()
+
+    def _rounds(self) -> Results:
         design = self.design
         stop: Stop | None = None
         if not self.active:
@@ -199,6 +208,7 @@ class Schedule:
             config.env,
             session.cpus,
             session.timeout_s,
+            zygote=config.key if self.results.suite.processes == "forked" else None,
         )
         fields = recorded(outcome, session.timeout_s, benchmark_result)
         run = Run(round=r, position=pos, config=config.key, started_at=started, **fields)

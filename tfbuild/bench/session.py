@@ -34,6 +34,7 @@ from tfbuild.results.model import (
     BaselineRecord,
     ConfigEntry,
     Design,
+    ProcessPath,
     Results,
     RuntimeOptions,
     SessionInfo,
@@ -64,8 +65,11 @@ def _session_id() -> str:
     return f"{stamp}-{host}-{secrets.token_hex(2)}"
 
 
-def _suite(suite: SuiteSettings, workload: Workload | None) -> SuiteRecord:
-    """What the session measures: the suite's benchmarks, then the workload's."""
+def _suite(
+    suite: SuiteSettings, workload: Workload | None, processes: ProcessPath = "fresh"
+) -> SuiteRecord:
+    """What the session measures: the suite's benchmarks, then the workload's; and how each
+    process starts."""
     iterations = {b: ITERATIONS[b] for b in suite.benchmarks}
     samples = {b: SAMPLES[b] for b in suite.benchmarks}
     units = {b: BENCHMARKS[b].unit for b in suite.benchmarks}
@@ -82,6 +86,7 @@ def _suite(suite: SuiteSettings, workload: Workload | None) -> SuiteRecord:
         samples=samples,
         units=units,
         workload=workload,
+        processes=processes,
     )
 
 
@@ -121,7 +126,7 @@ def new_results(plan: Plan, options: SessionOptions) -> Results:
             ),
         ),
         host=plan.host,
-        suite=_suite(suite, options.workload),
+        suite=_suite(suite, options.workload, options.processes),
         baseline=BaselineRecord(
             variant=baseline.variant,
             tuning=baseline.tuning,

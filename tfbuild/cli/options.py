@@ -12,6 +12,7 @@ import click
 
 from tfbuild.config.settings import CACHE_ENV, RESULTS_ENV, STORE_ENV, Setting, shown
 from tfbuild.engine import KEEP_ENV
+from tfbuild.runtime.forked import CHILDREN
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -169,6 +170,17 @@ RUNTIME_OPTION = click.option(
     help="auto: Docker for variants that ask for it (source builds) when an engine is "
     "reachable, else local venvs.",
 )
+PROCESSES_OPTION = click.option(
+    "--processes",
+    type=click.Choice(["fresh", "forked"]),
+    default="fresh",
+    show_default=True,
+    envvar="TFBUILD_PROCESSES",
+    help="How each benchmark process starts. fresh: a new interpreter each; forked: from a "
+    f"zygote of its config, a process that has imported TensorFlow (each serves {CHILDREN}): "
+    "half the time per process, but a zygote's children can resemble each other in one "
+    "benchmark or another (docs/reference.md). Sessions of the two are never ranked together.",
+)
 QUIET_OPTION = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 TENSORFLOW_OPTION = click.option(
     "--tensorflow",
@@ -244,6 +256,7 @@ def session_options(f: F) -> F:
         HOST_KEY_OPTION,
         click.option("--cpus", help="Pin every benchmark process to these CPUs, e.g. 0 or 0,1."),
         RUNTIME_OPTION,
+        PROCESSES_OPTION,
         results_option("Folder for results files (and run's report.html)."),
         cache_option,
         click.option(

@@ -18,6 +18,7 @@ import click
 
 from tfbuild.cli.app import cli
 from tfbuild.cli.options import (
+    PROCESSES_OPTION,
     QUIET_OPTION,
     RUNTIME_OPTION,
     SEED_OPTION,
@@ -42,7 +43,7 @@ from tfbuild.cli.values import (
 )
 from tfbuild.engine import DockerInfo
 from tfbuild.errors import EngineUnavailable, NotBuiltError, NothingRan
-from tfbuild.results.model import Results
+from tfbuild.results.model import ProcessPath, Results
 
 if TYPE_CHECKING:
     from tfbuild.bench.options import SessionOptions, Workspace
@@ -71,6 +72,7 @@ class SessionSettings:
     refresh: bool = False
     workload: WorkloadRequest | None = None
     with_suite: bool = False
+    processes: ProcessPath = "fresh"
 
     def workspace(self, engine_status: DockerInfo) -> Workspace:
         return _workspace(self.store, self.cache_dir, self.results_dir, engine_status)
@@ -107,6 +109,7 @@ class SessionSettings:
             refresh=params.get("refresh", False),
             workload=workload_request(params),
             with_suite=bool(params.get("with_suite")),
+            processes=params.get("processes", "fresh"),
         )
 
 
@@ -170,6 +173,7 @@ def _options(settings: SessionSettings, suite: SuiteSettings) -> SessionOptions:
         container_cpus=wanted.container_cpus,
         memory=wanted.memory,
         host_key=settings.host_key,
+        processes=settings.processes,
     )
 
 
@@ -258,6 +262,7 @@ class CalibrateSettings:
     rounds: int
     seed: int | None
     runtime: str
+    processes: ProcessPath
     results_dir: Path
     cache_dir: Path
     report: Path | None
@@ -281,6 +286,7 @@ class CalibrateSettings:
 )
 @SEED_OPTION
 @RUNTIME_OPTION
+@PROCESSES_OPTION
 @results_option("Folder for the calibration file.")
 @cache_option
 @click.option(
@@ -301,6 +307,7 @@ def calibrate(
     rounds: int,
     seed: int | None,
     runtime: str,
+    processes: ProcessPath,
     results_dir: Path,
     cache_dir: Path | None,
     report_path: Path | None,
@@ -309,8 +316,8 @@ def calibrate(
 ) -> None:
     """Where a benchmark process spends its time, and which timed work buys the most precision.
 
-    Runs the suite's benchmarks in fresh processes like `tfbuild bench`, but times every step on
-    its own; then replays designs (iterations per sample, samples per process) on the same
+    Runs the suite's benchmarks in processes like `tfbuild bench` (--processes), but times every
+    step on its own; then replays designs (iterations per sample, samples per process) on the same
     processes: each one's cost per process and its process-to-process noise, and the precision
     per wall-second relative to the suite's own design. Use a few configs (--only).
     """
@@ -325,6 +332,7 @@ def calibrate(
         rounds=rounds,
         seed=seed,
         runtime=runtime,
+        processes=processes,
         results_dir=results_dir,
         cache_dir=cache_folder(cache_dir),
         report=report_path,
@@ -352,6 +360,7 @@ def _calibrate(settings: CalibrateSettings) -> Path:
         suite=matrix.suite.settings,
         seed=settings.seed,
         runtime=settings.runtime,
+        processes=settings.processes,
         argv=("tfbuild", *sys.argv[1:]),
     )
     workspace = settings.workspace(engine_status)

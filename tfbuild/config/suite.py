@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUITE_VERSION = 3
+SUITE_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,10 @@ BENCHMARKS: dict[str, Benchmark] = {
         ),
     )
 }
+
+TRAINED = ("gru-keras", "gru-static", "gru-dynamic")
+"""The benchmarks that train a model: each build traces their training steps once and saves
+them (payload.save_traces), and every process loads them instead of tracing them again."""
 
 
 @dataclass(frozen=True)

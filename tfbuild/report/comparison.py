@@ -54,6 +54,9 @@ def answer_lines(reports: Sequence[HostReport]) -> list[str]:
     return lines
 
 
+FORKED_LINE = "Processes: forked, each from a zygote of its config (--processes)"
+
+
 def design_line(r: HostReport) -> str:
     d = r.design
     if not d.sequential:
@@ -74,6 +77,7 @@ def header_lines(r: HostReport) -> list[str]:
         *([f"Workload: {r.workload}"] if r.workload else []),
         f"Baseline: {r.baseline} (its two processes per round averaged); {r.rounds} rounds; "
         f"{len(r.benchmarks)} benchmarks",
+        *([FORKED_LINE] if r.forked else []),
         design_line(r),
         (
             f"Error control: every claim below holds together with probability at least "

@@ -24,6 +24,7 @@ from tfbuild.machine.profile import profile_from_json
 from tfbuild.results import schema
 from tfbuild.results.documents import read_json, write_json
 from tfbuild.results.model import (
+    PROCESS_PATHS,
     READABLE,
     SCHEMA,
     BaselineRecord,
@@ -34,6 +35,7 @@ from tfbuild.results.model import (
     Failure,
     Look,
     LookEstimate,
+    ProcessPath,
     ProcessRecord,
     Results,
     Run,
@@ -215,7 +217,18 @@ def _suite(data: Mapping[str, Any], version: int) -> SuiteRecord:
         samples=samples,
         units=dict(data["units"]),
         workload=Workload.from_json(data["workload"]) if data.get("workload") else None,
+        processes=_process_path(data.get("processes", "fresh")),
     )
+
+
+def _process_path(value: Any) -> ProcessPath:
+    """How a session started its processes; absent (results written before it was recorded,
+    every version-1 file): fresh, the only way there was."""
+    for path in PROCESS_PATHS:
+        if value == path:
+            return path
+    accepted = ", ".join(repr(p) for p in PROCESS_PATHS)
+    raise _Bad(f"suite.processes: {schema.kind(value)} is not one of {accepted}")
 
 
 def benchmark_result(data: Mapping[str, Any]) -> BenchmarkResult:
@@ -512,6 +525,7 @@ def to_json(results: Results) -> dict[str, Any]:
             "iterations": dict(results.suite.iterations),
             "samples": dict(results.suite.samples),
             "units": dict(results.suite.units),
+            "processes": results.suite.processes,
             **({"workload": w.to_json()} if (w := results.suite.workload) else {}),
         },
         "baseline": asdict(results.baseline),

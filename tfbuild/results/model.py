@@ -487,6 +487,13 @@ class Workload:
         )
 
 
+ProcessPath = Literal["fresh", "forked"]
+"""How a session started its benchmark processes. Both run the same payload, iterations and
+samples, but their levels differ by a few percent per benchmark, either way
+(docs/measurements/process-cost-*), so sessions of the two are never ranked together."""
+PROCESS_PATHS: tuple[ProcessPath, ...] = get_args(ProcessPath)
+
+
 @dataclass(frozen=True, kw_only=True)
 class SuiteRecord:
     version: int
@@ -496,6 +503,10 @@ class SuiteRecord:
     samples: Mapping[str, int]
     units: Mapping[str, str]
     workload: Workload | None = None
+    processes: ProcessPath = "fresh"
+    """How each benchmark process was started: fresh (a new interpreter that imports
+    TensorFlow) or forked (from a process of the same config that had imported it and run no
+    op). Results written before the field existed ran fresh."""
 
 
 @dataclass(frozen=True, kw_only=True)

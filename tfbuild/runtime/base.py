@@ -3,10 +3,12 @@
 ``RuntimeEnv`` is the interface; ``LocalVenv`` (tfbuild.runtime.venv: one cached venv per wheel
 and constraint set) is the embedded default, and ``DockerRuntime`` (tfbuild.runtime.container: an
 image per wheel, benchmark containers without network) runs where a Docker engine is reachable
-and the variant asks for it. Every run is a fresh process."""
+and the variant asks for it. Every run is a fresh process, or one forked from a zygote
+of its config that has imported TensorFlow (tfbuild.runtime.forked)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -15,7 +17,7 @@ import tempfile
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -66,6 +68,12 @@ def _add(files: dict[str, bytes], source: Path, target: str) -> None:
         files[target] = source.read_bytes()
 
 
+def traces_name(jit: bool) -> str:
+    """The saved training steps' folder (or volume) name: the payload's code that traced them
+    (any change saves them again) and the XLA mode."""
+    return f"{hashlib.sha256(PAYLOAD.read_bytes()).hexdigest()[:12]}-{'jit' if jit else 'graph'}"
+
+
 def local_env(tuning_env: Mapping[str, str]) -> dict[str, str]:
     """This process's environment without tuning-sensitive variables, plus the tuning's."""
     env = {
@@ -98,6 +106,7 @@ class RuntimeEnv(ABC):
 
     def __init__(self, artifact: Artifact) -> None:
         self.artifact = artifact
+        self._traces: dict[bool, str] = {}
 
     @abstractmethod
     def prepare(self) -> bool:
@@ -110,9 +119,33 @@ class RuntimeEnv(ABC):
         env: Mapping[str, str],
         cpus: Sequence[int] | None,
         timeout: float,
+        zygote: str | None = None,
     ) -> RunOutcome:
         """Run the payload with `config`, pinned to `cpus`, in a fresh process; `env` is the
-        tuning's variables."""
+        tuning's variables. With `zygote` (the config's name), the process is forked from that
+        config's zygote instead (tfbuild.runtime.forked)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop what the runtime keeps between processes (its zygotes)."""
+
+    def traces(self, jit: bool) -> str:
+        """Where this build's saved training steps are (for `xla: jit` or not), as its
+        processes see the folder: saved with the build's own TensorFlow the first time they
+        are asked for, and kept with the runtime."""
+        if jit not in self._traces:
+            self._traces[jit] = self._save_traces(jit)
+        return self._traces[jit]
+
+    @abstractmethod
+    def _save_traces(self, jit: bool) -> str:
+        """Save the training steps (payload.py --save-traces) unless saved before; where."""
+
+    def with_traces(self, config: PayloadConfig) -> PayloadConfig:
+        """A benchmark process's configuration with the folder of its saved training steps."""
+        if config.smoke_test or config.traces is not None or not config.trains:
+            return config
+        return replace(config, traces=self.traces(config.xla == "jit"))
 
     @abstractmethod
     def describe(self) -> RuntimeRecord:

@@ -23,10 +23,21 @@ from tfbuild.files import digest, tar_of
 from tfbuild.runtime.base import (
     BASE_ENV,
     PAYLOAD,
+    STDERR_TAIL_LINES,
     WORKLOAD_PAYLOAD,
     RunOutcome,
     RuntimeEnv,
+    traces_name,
     workload_files,
+)
+from tfbuild.runtime.forked import (
+    GRACE_S,
+    ZYGOTE,
+    Zygote,
+    ZygoteGone,
+    Zygotes,
+    outcome,
+    zygote_key,
 )
 from tfbuild.runtime.records import ContainerRecord, PayloadConfig, RuntimeRecord
 from tfbuild.store import Artifact
@@ -35,6 +46,15 @@ INSTALL_TIMEOUT_S = 1800
 INSTALL_DIR = "/tmp/tfbuild-install"
 
 
+TRACES_AT = "/io/traces"
+"""Where a benchmark container finds the build's saved training steps: a volume, read-only."""
+TRACES_LABELS = {"org.tfbuild": "traces"}
+# Saved once per volume: into a folder renamed when complete, so a cut-short save is redone.
+_SAVE_SCRIPT = (
+    "test -d /traces/saved && exit 0; rm -rf /traces/partial && "
+    '/opt/tf/bin/python /tmp/payload.py --save-traces /traces/partial "$1" && '
+    "mv /traces/partial /traces/saved"
+)
 WORKLOAD_AT = "/io/workload"
 """Where a benchmark container finds the workload: a volume mounted read-only."""
 
@@ -86,6 +106,65 @@ def _pip_conf(env: Mapping[str, str], ca_bundle: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+ZYGOTE_COMMAND = ("/opt/tf/bin/python", "/io/zygote.py", "/tmp/zygote.sock")
+
+
+class ContainerZygote(Zygote):
+    """A zygote in a confined container of the runtime's image (the one a fresh process would
+    get: the same environment, CPUs, limits and mounts), asked through `docker exec` of the
+    zygote's client form: the engine may be another machine."""
+
+    def __init__(self, spec: engine.ContainerSpec) -> None:
+        super().__init__()
+        self.spec = spec
+        self.stack = contextlib.ExitStack()
+        self.made: engine.Container | None = None
+
+    def _start(self) -> None:
+        self.made = self.stack.enter_context(engine.container(self.spec))
+        shipped = {"workload_payload.py": WORKLOAD_PAYLOAD.read_bytes()}
+        programs = {"payload.py": (PAYLOAD.read_bytes(), 0), "zygote.py": (ZYGOTE.read_bytes(), 0)}
+        engine.put_archive(self.made, "/io", tar_of(programs, shipped), start=True)
+
+    def _ask(self, request: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+        assert self.made is not None
+        ask = (*ZYGOTE_COMMAND, "--ask", json.dumps(request))
+        try:
+            code, output = engine.exec_in(self.made, ask)
+        except engine.NotRunning as exc:  # the container stopped: its zygote exited
+            raise ZygoteGone(f"the zygote's container {exc}", exc.status) from exc
+        lines = output.strip().splitlines()
+        try:
+            reply: dict[str, Any] = json.loads(lines[-1]) if lines else {}
+        except ValueError:
+            reply = {}
+        if code != 0 or not reply or "error" in reply:
+            message = f"the zygote did not answer (exit {code}: {output.strip()[-500:]})"
+            raise ZygoteGone(message)
+        return reply
+
+    def _child(self, config: PayloadConfig, timeout: float) -> RunOutcome:
+        assert self.made is not None
+        n = self.children
+        config_json = json.dumps(config.to_json()).encode("utf-8")
+        started = time.perf_counter()
+        engine.put_archive(self.made, "/io", tar_of({f"config-{n}.json": (config_json, 0)}))
+        paths = (f"/io/config-{n}.json", f"/io/result-{n}.json", f"/io/stderr-{n}.txt")
+        reply = self._ask(self.request(*paths, timeout), timeout + GRACE_S)
+        result = engine.read_file(self.made, paths[1])
+        stderr = (engine.read_file(self.made, paths[2]) or b"").decode("utf-8", "replace")
+        return outcome(reply, result, stderr, time.perf_counter() - started)
+
+    def log(self) -> str:
+        if self.made is None:
+            return ""
+        return pip.tail(engine.output_of(self.made, stdout=False), STDERR_TAIL_LINES)
+
+    def close(self) -> None:
+        self.stack.close()
+        self.made = None
+
+
 class DockerRuntime(RuntimeEnv):
     """An image per wheel (installed at image build); benchmarks run in fresh containers with
     no network, as a non-root user; the payload is copied in and the result out through the
@@ -117,6 +196,8 @@ class DockerRuntime(RuntimeEnv):
         self.session = session
         self.image: str | None = None
         self._volumes: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.zygotes = Zygotes()
+        self._trace_volumes: dict[bool, str] = {}
 
     def _script(self) -> str:
         return render_runtime(
@@ -209,6 +290,7 @@ class DockerRuntime(RuntimeEnv):
         env: Mapping[str, str],
         cpus: Sequence[int] | None,
         timeout: float,
+        zygote: str | None = None,
     ) -> RunOutcome:
         if self.image is None:
             raise InstallError("the runtime image is not prepared")
@@ -216,26 +298,28 @@ class DockerRuntime(RuntimeEnv):
         # payload and its config are copied in through the API and the result copied out; a
         # workload goes into a volume once, mounted read-only in every benchmark container.
         mounts = [engine.Mount("/io", read_only=False)]
-        config = config.pinned(cpus)
+        config = self.with_traces(config.pinned(cpus))
+        if config.traces is not None:
+            mounts.append(engine.Mount(TRACES_AT, self._trace_volumes[config.xla == "jit"]))
         if config.workload is not None:
             volume, workload = self._workload_volume(config.workload)
             mounts.append(engine.Mount(WORKLOAD_AT, volume))
             config = replace(config, workload=workload)
+        if zygote is not None:
+            made = self.zygotes.get(
+                zygote_key(env, cpus, zygote),
+                lambda: ContainerZygote(self._spec(ZYGOTE_COMMAND, "zygote", env, cpus, mounts)),
+            )
+            return made.run(config, timeout)
         inputs = _bench_inputs(config)
         started = time.perf_counter()
         with engine.container(
-            engine.ContainerSpec(
-                self.image,
+            self._spec(
                 ("/opt/tf/bin/python", "/io/payload.py", "/io/config.json", "/io/result.json"),
                 "bench",
-                environment={**BASE_ENV, "HOME": "/tmp", **env},
-                mounts=tuple(mounts),
-                labels=self._session_label(),
-                confined=True,
-                cpuset=",".join(map(str, cpus)) if cpus else self.cpuset,
-                nano_cpus=self.nano_cpus,
-                memory=self.memory,
-                gpus=self.artifact.wants_gpu,
+                env,
+                cpus,
+                mounts,
             )
         ) as created:
             engine.put_archive(created, "/io", inputs)
@@ -247,6 +331,58 @@ class DockerRuntime(RuntimeEnv):
                 data = engine.read_file(created, "/io/result.json")
                 result = json.loads(data) if data is not None else None
         return RunOutcome(engine.signal_status(code), result, stderr, wall, timed_out)
+
+    def _spec(
+        self,
+        command: tuple[str, ...],
+        role: str,
+        env: Mapping[str, str],
+        cpus: Sequence[int] | None,
+        mounts: Sequence[engine.Mount],
+    ) -> engine.ContainerSpec:
+        """A confined container of the runtime's image that runs the payload (or its zygote)."""
+        assert self.image is not None
+        return engine.ContainerSpec(
+            self.image,
+            command,
+            role,
+            environment={**BASE_ENV, "HOME": "/tmp", **env},
+            mounts=tuple(mounts),
+            labels=self._session_label(),
+            confined=True,
+            cpuset=",".join(map(str, cpus)) if cpus else self.cpuset,
+            nano_cpus=self.nano_cpus,
+            memory=self.memory,
+            gpus=self.artifact.wants_gpu,
+        )
+
+    def close(self) -> None:
+        self.zygotes.close()
+
+    def _save_traces(self, jit: bool) -> str:
+        """Into a volume named after the image and the payload, saved once by a container of
+        the image (the engine may be another machine); mounted read-only where processes run."""
+        assert self.image is not None
+        info = engine.image_info(self.image)
+        image_id = (info["id"] if info else self.image).removeprefix("sha256:")
+        volume = f"tfbuild-traces-{image_id[:12]}-{traces_name(jit)}"
+        mount = engine.Mount("/traces", engine.ensure_volume(volume, TRACES_LABELS), False)
+        spec = engine.ContainerSpec(
+            self.image, ("/bin/sh", "-c", _SAVE_SCRIPT, "save", "jit" if jit else ""), "traces",
+            environment={**BASE_ENV, "HOME": "/tmp"}, mounts=(mount,), network="none", user="0",
+        )  # fmt: skip
+        with engine.container(spec) as made:
+            engine.put_archive(made, "/tmp", tar_of({"payload.py": (PAYLOAD.read_bytes(), 0)}))
+            code, timed_out = engine.run_to_end(made, None, INSTALL_TIMEOUT_S)
+            if code != 0 or timed_out:
+                output = pip.tail(engine.output_of(made), 25)
+                raise InstallError(
+                    f"saving the training steps with {self.artifact.wheel.name} in "
+                    f"{self.image} failed ({'timed out' if timed_out else f'exit {code}'}):\n"
+                    f"{output}"
+                )
+        self._trace_volumes[jit] = volume
+        return f"{TRACES_AT}/saved"
 
     def _workload_volume(self, spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         """The workload's volume, filled the first time this runtime is asked for it (its

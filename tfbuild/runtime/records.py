@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from tfbuild.config.suite import TRAINED
 from tfbuild.jsonrecords import record
 
 
@@ -34,6 +35,9 @@ class PayloadConfig:
     """Steps timed one by one per benchmark (a calibration process), instead of samples."""
     cpus: tuple[int, ...] | None = None
     """The CPUs the process pins itself to before TensorFlow starts (None: not pinned)."""
+    traces: str | None = None
+    """Where the build's saved training steps are, as the process sees the folder (the
+    runtime fills it in; None: the process traces them itself)."""
 
     def pinned(self, cpus: Sequence[int] | None) -> PayloadConfig:
         """This configuration for a process pinned to `cpus` (none or empty: not pinned)."""
@@ -54,7 +58,14 @@ class PayloadConfig:
         if self.calibrate is not None:
             data["calibrate"] = dict(self.calibrate)
         data["cpus"] = list(self.cpus) if self.cpus else None
+        if self.traces is not None:
+            data["traces"] = self.traces
         return data
+
+    @property
+    def trains(self) -> bool:
+        """Whether the process runs a benchmark whose training step the build saves once."""
+        return any(name in TRAINED for name in self.benchmarks)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,11 +16,21 @@ from tfbuild.config.model import PipSettings
 from tfbuild.errors import InstallError
 from tfbuild.files import atomic_write_json, locked
 from tfbuild.machine.pythons import RUNNING_PYTHON, find_python
-from tfbuild.runtime.base import PAYLOAD, RunOutcome, RuntimeEnv, local_env, run_payload
+from tfbuild.runtime.base import (
+    PAYLOAD,
+    RunOutcome,
+    RuntimeEnv,
+    local_env,
+    run_payload,
+    traces_name,
+)
+from tfbuild.runtime.forked import LocalZygote, Zygotes, zygote_key
 from tfbuild.runtime.records import PayloadConfig, RuntimeRecord, VenvRecord
 from tfbuild.store import Artifact
 
 READY_MARKER = "tfbuild-runtime.json"
+SAVE_TIMEOUT_S = 900
+"""How long saving the training steps may take (importing TensorFlow and tracing them)."""
 
 
 def interpreter_for(artifact: Artifact) -> str:
@@ -70,6 +80,7 @@ class LocalVenv(RuntimeEnv):
         self.key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:24]
         self.path = cache_dir / "venvs" / self.key
         self.interpreter = self.path / "bin" / "python"
+        self.zygotes = Zygotes()
 
     def _ready(self) -> bool:
         """The venv was completed for this key and its scripts still point into it."""
@@ -129,11 +140,43 @@ class LocalVenv(RuntimeEnv):
         env: Mapping[str, str],
         cpus: Sequence[int] | None,
         timeout: float,
+        zygote: str | None = None,
     ) -> RunOutcome:
         if not self.interpreter.exists():
             raise InstallError(f"runtime {self.path} is not prepared")
+        config = self.with_traces(config)
+        if zygote is not None:
+            made = self.zygotes.get(
+                zygote_key(env, cpus, zygote), lambda: LocalZygote(self.interpreter, local_env(env))
+            )
+            return made.run(config.pinned(cpus), timeout)
         argv = [str(self.interpreter), str(PAYLOAD)]
         return run_payload(argv, config.pinned(cpus), local_env(env), timeout)
+
+    def close(self) -> None:
+        self.zygotes.close()
+
+    def _save_traces(self, jit: bool) -> str:
+        folder = self.path / "tfbuild-traces" / traces_name(jit)
+        with locked(self.path.parent / f"{self.key}.traces.lock"):
+            if folder.is_dir():
+                return str(folder)
+            partial = folder.with_name(f"{folder.name}.partial")
+            pip.remove_tree(partial)
+            partial.parent.mkdir(exist_ok=True)
+            command = [str(self.interpreter), str(PAYLOAD), "--save-traces", str(partial)]
+            proc = subprocess.run(
+                command + (["jit"] if jit else []), capture_output=True, text=True,
+                env=local_env({}), timeout=SAVE_TIMEOUT_S, check=False,
+            )  # fmt: skip
+            if proc.returncode != 0:
+                pip.remove_tree(partial)
+                raise InstallError(
+                    f"saving the training steps with {self.artifact.wheel.name} failed (exit "
+                    f"{proc.returncode}):\n{pip.tail(proc.stderr, 25)}"
+                )
+            partial.rename(folder)
+        return str(folder)
 
     def describe(self) -> RuntimeRecord:
         return RuntimeRecord(

@@ -11,6 +11,8 @@ from pathlib import Path
 from support.cli import compare, run_tfbuild
 from support.synthetic import session, write
 
+from tfbuild.analysis.gate import gate
+from tfbuild.analysis.sessions import Session
 from tfbuild.results.model import RunFailure
 
 ZEN4 = "zen4-epyc-9654.cpuinfo"
@@ -50,6 +52,30 @@ def test_gate_after_a_suite_upgrade_compares_nothing_and_says_why(tmp_path: Path
     assert "REGRESSION" not in proc.stdout
     proc = compare(str(new), str(old))
     assert proc.returncode == 9 and "results of different suites" in proc.stderr
+
+
+def test_gate_leaves_out_old_results_that_started_their_processes_the_other_way() -> None:
+    """Forked processes time the same work at levels a few percent from fresh ones: old results
+    of the other path are left out, and the gate says so, as it does for another suite."""
+    fresh = Session(Path("old-fresh.json"), session({"v:default": 1.0}, seed=1, session_id="a"))
+    faster = session({"v:default": 2.0}, seed=2, session_id="b")
+    forked = Session(
+        Path("old-forked.json"), replace(faster, suite=replace(faster.suite, processes="forked"))
+    )
+    new = Session(Path("new.json"), session({"v:default": 1.0}, seed=3, session_id="c"))
+    verdict = gate([new], [fresh, forked], 0.05)
+    assert verdict.causes(0.05) == [], verdict  # half as fast as old-forked: not a regression
+    assert {c.benchmark for c in verdict.changes} == {"gru-keras", "matmul-pinned", "input-fed"}
+    assert all(0.9 < c.ratio < 1.1 for c in verdict.changes)
+    (note,) = [n for n in verdict.notes if "old-forked.json" in n]
+    assert note.startswith(
+        "1 old result file(s) that forked each from a process of its config that had imported "
+        "TensorFlow are not compared with new ones that ran each process fresh"
+    )
+    # all the old results forked: nothing is compared, and the gate passes as after an upgrade
+    alone = gate([new], [forked], 0.05)
+    assert alone.changes == [] and alone.causes(0.05) == [] and alone.other_work is None
+    assert any("old-forked.json" in n for n in alone.notes)
 
 
 def test_gate_pairs_results_by_machine_class(tmp_path: Path) -> None:

@@ -12,19 +12,22 @@ import pytest
 from tfbuild.bench import payload
 from tfbuild.config import suite
 from tfbuild.runtime.base import PAYLOAD, WORKLOAD_PAYLOAD
+from tfbuild.runtime.forked import ZYGOTE
 
 
 def test_payload_and_suite_agree() -> None:
     assert tuple(suite.BENCHMARKS) == payload.BENCHMARKS
     assert set(payload.ITERATIONS) == set(payload.BUILDERS) == set(payload.BENCHMARKS)
     assert suite.SUITE_VERSION == payload.SUITE_VERSION
+    assert tuple(payload.TRAINERS) == suite.TRAINED
     for contrast in suite.CONTRASTS:  # a ratio of throughputs needs one unit for both ways
         faster_if, than = suite.BENCHMARKS[contrast.faster_if], suite.BENCHMARKS[contrast.than]
         assert faster_if.unit == than.unit, contrast
 
 
 @pytest.mark.parametrize(
-    ("shipped", "beside"), [(PAYLOAD, {"workload_payload"}), (WORKLOAD_PAYLOAD, set())]
+    ("shipped", "beside"),
+    [(PAYLOAD, {"workload_payload"}), (WORKLOAD_PAYLOAD, set()), (ZYGOTE, {"payload"})],
 )
 def test_payload_imports_only_stdlib_numpy_tensorflow(shipped: Path, beside: set[str]) -> None:
     """The files shipped into a runtime import nothing of tfbuild; the payload imports the

@@ -3,17 +3,29 @@ slower stops early while the baseline keeps running, and the budget stops the se
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 from pathlib import Path
 
 from support.cli import run_tfbuild
-from support.replay import SEQUENTIAL, false_claims, replay_session, report
+from support.replay import (
+    SEQUENTIAL,
+    ReplayRuntime,
+    SimClock,
+    false_claims,
+    pool,
+    replay_session,
+    report,
+    session,
+)
 from support.synthetic import write
 
 from tfbuild.analysis.estimates import OVERALL
 from tfbuild.analysis.looks import SequentialLooks
 from tfbuild.bench.schedule import Schedule
+from tfbuild.bench.session import add_aa
 from tfbuild.progress import QuietReporter
+from tfbuild.results.model import Design
 
 
 def test_a_slow_config_is_stopped_early_and_the_baseline_keeps_running() -> None:
@@ -116,3 +128,23 @@ def test_a_resting_config_says_so_runs_no_more_and_stays_out_of_a_resumed_sessio
     resumed = Schedule(doc, {}, QuietReporter(), lambda r: r, lambda: 0.0, SequentialLooks())
     assert not set(rests) & set(resumed.active)
     assert "base:default" in resumed.active
+
+
+def test_a_forked_session_asks_each_config_for_its_own_zygote_and_stops_them_at_the_end() -> None:
+    """A session whose suite says `forked` asks every process of the zygote named by its
+    config (so the baseline and its A/A copy never share one), a fresh session asks for none;
+    either way every runtime is closed (its zygotes stopped) when the session ends."""
+    for processes in ("forked", "fresh"):
+        results = add_aa(session(3, Design(kind="fixed", rounds=2), seed=5))
+        results = replace(results, suite=replace(results.suite, processes=processes))
+        clock = SimClock()
+        runtimes = {
+            v: ReplayRuntime(pool(), random.Random(v), 1.0, clock) for v in results.variants or {}
+        }
+        done = Schedule(results, runtimes, QuietReporter(), lambda r: r, clock, SequentialLooks())
+        finished = done.run()
+        asked = sorted(z or "" for r in runtimes.values() for z in r.zygotes)
+        keys = sorted(run.config for run in finished.runs)
+        assert len(keys) == 2 * 4  # 3 configs and the A/A copy, 2 rounds
+        assert asked == (keys if processes == "forked" else [""] * len(keys)), processes
+        assert all(r.closed == 1 for r in runtimes.values()), processes

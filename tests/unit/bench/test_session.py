@@ -13,6 +13,7 @@ from support.env import FIXTURES
 from support.synthetic import edited, recorded_document, session, write
 
 from tfbuild.bench.session import session_lock
+from tfbuild.config.suite import SUITE_VERSION
 from tfbuild.files import locked
 
 
@@ -39,6 +40,7 @@ def test_one_session_file_has_one_writer(tmp_path: Path) -> None:
     refused at once instead of interleaving two writers' runs."""
     document = recorded_document()
     document["session"]["complete"] = False
+    document["suite"]["version"] = SUITE_VERSION  # resumable by this tfbuild
     path = tmp_path / "results.json"
     path.write_text(json.dumps(document))
     with locked(session_lock(path)):

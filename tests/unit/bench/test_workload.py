@@ -22,6 +22,7 @@ from tfbuild.bench.workload import (
     resolve,
     suite_entries,
 )
+from tfbuild.config.suite import SUITE_VERSION
 from tfbuild.errors import WorkloadError
 from tfbuild.runtime.base import workload_files
 from tfbuild.runtime.container import workload_volume
@@ -170,6 +171,7 @@ def test_a_resumed_session_refuses_a_model_that_changed(tmp_path: Path) -> None:
         gzip.decompress((FIXTURES / "results" / "workload-run.json.gz").read_bytes())
     )
     document["session"]["complete"] = False
+    document["suite"]["version"] = SUITE_VERSION  # resumable by this tfbuild
     recorded = document["suite"]["workload"]["digest"]
     path = tmp_path / "session.json"
     path.write_text(json.dumps(document))

@@ -145,6 +145,8 @@ def test_the_reader_and_the_declared_draft_agree_on_a_damaged_document(
          "runs[3].benchmarks.gru-keras.samples[0].wall_s: inf is not a finite number"),
         (lambda d: d["baseline"].__setitem__("config", "ghost:default"),
          "baseline.config: 'ghost:default' is not among configs"),
+        (lambda d: d["suite"].__setitem__("processes", "spawned"),
+         "suite.processes: 'spawned' is not one of 'fresh', 'forked'"),
     ],
 )  # fmt: skip
 def test_a_problem_is_named_by_its_place_and_value(edit: Any, said: str) -> None:
@@ -156,8 +158,12 @@ def test_a_problem_is_named_by_its_place_and_value(edit: Any, said: str) -> None
 
 def test_the_schema_names_every_stage_a_variant_fails_in() -> None:
     """The stages are one list (results.model.Stage, which the code that records a failure is
-    typed with); the schema's is the same, in the same order."""
-    from tfbuild.results.model import STAGES
+    typed with); the schema's is the same, in the same order. So are the ways a session starts
+    its benchmark processes (results.model.ProcessPath)."""
+    from tfbuild.results.model import PROCESS_PATHS, STAGES
 
     stage = SCHEMA_DOCUMENT["properties"]["failures"]["items"]["properties"]["stage"]
     assert tuple(stage["enum"]) == STAGES
+    processes = SCHEMA_DOCUMENT["properties"]["suite"]["properties"]["processes"]
+    assert tuple(processes["enum"]) == PROCESS_PATHS
+    assert "processes" not in SCHEMA_DOCUMENT["properties"]["suite"]["required"]

@@ -21,6 +21,7 @@ from tfbuild.config.model import PipSettings
 from tfbuild.errors import InstallError
 from tfbuild.fetch import _artifact
 from tfbuild.machine.pythons import RUNNING_PYTHON, find_python
+from tfbuild.runtime.base import traces_name
 from tfbuild.runtime.records import PayloadConfig, RuntimeRecord
 from tfbuild.runtime.venv import LocalVenv
 from tfbuild.store import Artifact, Manifest
@@ -171,20 +172,30 @@ def test_a_local_runtime_sends_the_payload_its_config_and_describes_itself_as_re
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CONFIG.json a benchmark process gets is the configuration pinned to its CPUs, byte
-    for byte as it has always been; the runtime is described as results have recorded it."""
+    for byte as it has always been, with the folder of the build's training steps (saved for
+    its XLA mode by the runtime's interpreter, once) when it trains a model; the runtime is
+    described as results have recorded it."""
     wheel = tmp_path / "tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl"
     venv = LocalVenv(Artifact("tf", wheel, "2b" * 32, (), None), tmp_path / "cache", SETTINGS)
     venv.interpreter.parent.mkdir(parents=True)
-    venv.interpreter.write_text('#!/bin/sh\ncp "$2" "$TFBUILD_TEST_CONFIG"\n')
+    venv.interpreter.write_text(
+        '#!/bin/sh\nif [ "$2" = --save-traces ]; then mkdir "$3"; echo "$4" >> "$3/../asked"; '
+        'exit 0; fi\ncp "$2" "$TFBUILD_TEST_CONFIG"\n'
+    )
     venv.interpreter.chmod(0o755)
     sent = tmp_path / "sent.json"
     monkeypatch.setenv("TFBUILD_TEST_CONFIG", str(sent))
     config = PayloadConfig(benchmarks=("gru-keras",), intra_op=2, inter_op=1, xla="jit")
     outcome = venv.run(config, {}, [0, 1], timeout=60)
     assert outcome.returncode == 0 and outcome.result is None
+    traces = venv.path / "tfbuild-traces" / traces_name(True)
     assert sent.read_text() == (
-        '{"benchmarks": ["gru-keras"], "intra_op": 2, "inter_op": 1, "xla": "jit", "cpus": [0, 1]}'
+        '{"benchmarks": ["gru-keras"], "intra_op": 2, "inter_op": 1, "xla": "jit", "cpus": [0, 1], '
+        f'"traces": "{traces}"}}'
     )
+    assert traces.is_dir() and traces.name.endswith("-jit")
+    venv.run(config, {}, [0, 1], timeout=60)
+    assert (traces.parent / "asked").read_text() == "jit\n"  # saved once
     venv.run(PayloadConfig(smoke_test=True), {}, None, timeout=60)
     assert sent.read_text() == (
         '{"benchmarks": [], "intra_op": null, "inter_op": null, "cpus": null}'
