@@ -62,6 +62,7 @@ def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) 
         "stock:default~aa",
     }
     assert all(run["status"] == "ok" for run in document["runs"])
+    assert document["suite"]["processes"] == "forked"  # the default: each from its zygote
     # the first round runs all three whatever the machine's speed; the budget decides the rest
     assert len(document["runs"]) == sum(map(len, document["order"])) >= 3
     assert len(document["order"][0]) == 3

@@ -7,11 +7,21 @@ process of it multiplies that by a lognormal factor shared by its benchmarks (th
 between processes, which the statistics are about) and by a small one per benchmark; a
 machine that drifts multiplies every process by a trend over the session; heavy tails draw
 the shared factor from Student's t with 3 degrees of freedom at the same spread. Each process
-takes PROCESS_S seconds of session time, as a median process of the default suite does.
+takes PROCESS_S seconds of session time, as a process of the default suite forked from a zygote
+does (the default --processes).
+
+Forked processes (--processes forked) can resemble the other children of their zygote more than
+two fresh processes resemble each other: a truth's `zygote` sets that intraclass correlation
+within each benchmark (one draw per zygote and benchmark, shared by its CHILDREN children), its
+`zygote_overall` the same for the factor a process shares across benchmarks. The other
+scenarios draw every process independently; the sessions' statistics treat every process as
+independent in all of them, as a session does.
 
 An answer is scored against the indifference margin it names: "Use X" is wrong when X is slower
 than the fastest config by more than the margin, "Keep the baseline" is wrong when some config
-is faster than the baseline by more than the margin; anything else decided is right."""
+is faster than the baseline by more than the margin; anything else decided is right. A
+per-benchmark verdict is wrong when the truth is not what it says: "faster" (or "slower") when
+the config is not beyond its margin that way, "equivalent" when it is beyond it."""
 
 from __future__ import annotations
 
@@ -24,6 +34,7 @@ from pathlib import Path
 from typing import cast
 
 from tfbuild.analysis.answer import CONFIDENCE
+from tfbuild.analysis.estimates import OVERALL, Estimate
 from tfbuild.analysis.host_report import HostReport, analyse_host
 from tfbuild.analysis.looks import SequentialLooks
 from tfbuild.analysis.sessions import Session
@@ -49,10 +60,12 @@ from tfbuild.results.model import (
     config_entry,
 )
 from tfbuild.runtime.base import RuntimeEnv
+from tfbuild.runtime.forked import CHILDREN
 
-PROCESS_S = 5.7
-"""Session seconds one process takes: the median process of the default suite on a 2-vCPU
-guest (import, tracing, warm-up and the timed samples)."""
+PROCESS_S = 3.5
+"""Session seconds one process takes: a process of the default suite forked from its config's
+zygote on a 2-vCPU guest, the zygotes' imports included (the session seconds per process of
+docs/measurements/process-cost-local-2.21.json.gz; a fresh process costs about 6)."""
 MARGIN = 0.05
 """The indifference margin the scenarios are set against: the default matrix's."""
 BASELINE = "base:default"
@@ -79,6 +92,11 @@ class Truth:
     aa_bias: float = 1.0
     """How much faster than the baseline its A/A copy (the same build) comes out: 1.0 on a
     fair machine."""
+    zygote: float = 0.0
+    """The intraclass correlation, within each benchmark, of the processes one zygote forks
+    (0: as independent as fresh processes)."""
+    zygote_overall: float = 0.0
+    """The same for the factor a process shares across its benchmarks."""
 
     def effect(self, key: str) -> float:
         return self.effects.get(key.removesuffix(AA_SUFFIX), 1.0)
@@ -128,6 +146,12 @@ SCENARIOS: tuple[Scenario, ...] = (
              Design(kind="fixed", rounds=2)),
     Scenario("fixed-10", "twice the margin ahead, --rounds 10", 6, Truth({"c01:default": 1.10}),
              Design(kind="fixed", rounds=10)),
+    Scenario("zygote-null", "six equally fast, a zygote's children alike per benchmark (ICC 0.3)",
+             6, Truth({}, zygote=0.3)),
+    Scenario("zygote-twice", "twice the margin ahead, zygote's children alike per benchmark",
+             6, Truth({"c01:default": 1.10}, zygote=0.3)),
+    Scenario("zygote-all", "six equally fast, a zygote's children alike as a whole (ICC 0.3)",
+             6, Truth({}, zygote_overall=0.3)),
 )  # fmt: skip
 
 
@@ -144,6 +168,8 @@ class SimulatedAnswer:
     right: bool | None
     """None when inconclusive."""
     processes: int
+    benchmark_wrong: int = 0
+    """Per-benchmark verdicts of the report that the truth contradicts."""
 
 
 def score(truth: Truth, kind: str, config: str | None, margin: float) -> bool | None:
@@ -157,6 +183,21 @@ def score(truth: Truth, kind: str, config: str | None, margin: float) -> bool | 
     return None
 
 
+def benchmark_wrong(truth: Truth, estimates: Mapping[tuple[str, str], Estimate]) -> int:
+    """How many of a report's per-benchmark verdicts the truth contradicts (every benchmark of
+    a config is as much faster as the config)."""
+    wrong = 0
+    for (config, benchmark), e in estimates.items():
+        if benchmark == OVERALL or e.verdict not in ("faster", "slower", "equivalent"):
+            continue
+        true, slack = math.log(truth.effect(config)), math.log1p(e.margin)
+        if config.endswith(AA_SUFFIX):
+            true += math.log(truth.aa_bias)
+        beyond = {"faster": true > slack, "slower": true < -slack}
+        wrong += not beyond[e.verdict] if e.verdict in beyond else abs(true) >= slack
+    return wrong
+
+
 class _Drawn(Schedule):
     """The session loop with each process drawn from the scenario's truth instead of run."""
 
@@ -166,6 +207,18 @@ class _Drawn(Schedule):
         looks = SequentialLooks(forecast=False)
         super().__init__(results, runtimes, QuietReporter(), lambda r: r, self._clock, looks)
         self.truth, self.rng = truth, rng
+        self.forked: dict[str, int] = {}
+        self.zygotes: dict[tuple[str, int, str], float] = {}
+
+    def _zygote(self, config: str, benchmark: str, icc: float, within: float) -> float:
+        """The draw of `config`'s current zygote for `benchmark` (or OVERALL): its children share
+        it, a share `icc` of their variance when `within` is the rest."""
+        if icc <= 0.0:
+            return 0.0
+        key = (config, self.forked.get(config, 0) // CHILDREN, benchmark)
+        if key not in self.zygotes:
+            self.zygotes[key] = self.rng.gauss(0.0, within * math.sqrt(icc / (1.0 - icc)))
+        return self.zygotes[key]
 
     def _clock(self) -> float:
         return self.now
@@ -179,17 +232,21 @@ class _Drawn(Schedule):
             else rng.gauss(0.0, 1.0) / math.sqrt(rng.gammavariate(1.5, 2.0) / 3.0) / math.sqrt(3.0)
         )
         level = math.log(truth.effect(config.key)) + sigma * shared + truth.drift * r / 30.0
+        level += self._zygote(config.key, OVERALL, truth.zygote_overall, sigma)
         if config.aa:
             level += math.log(truth.aa_bias)
         benchmarks = {}
+        within = math.hypot(sigma, truth.bench_sigma)
         for name in self.results.suite.benchmarks:
-            value = 100.0 * math.exp(level + rng.gauss(0.0, truth.bench_sigma))
+            own = self._zygote(config.key, name, truth.zygote, within)
+            value = 100.0 * math.exp(level + own + rng.gauss(0.0, truth.bench_sigma))
             benchmarks[name] = BenchmarkResult(
                 samples=tuple(
                     Sample(wall_s=0.1, cpu_s=0.2, throughput=value * (1 + rng.gauss(0, 0.002)))
                     for _ in range(3)
                 )
             )
+        self.forked[config.key] = self.forked.get(config.key, 0) + 1
         self.now += PROCESS_S
         return Run(
             round=r,
@@ -264,6 +321,7 @@ def outcome(scenario: Scenario, seed: int) -> SimulatedAnswer:
         margin=margin,
         right=score(scenario.truth, said.kind, config, margin),
         processes=len(results.runs),
+        benchmark_wrong=benchmark_wrong(scenario.truth, report.estimates),
     )
 
 
@@ -280,6 +338,8 @@ class Tally:
     median_processes: float
     median_decided: float | None
     """Median processes of the sessions that answered (None when none did)."""
+    benchmark_wrong: int = 0
+    """Sessions whose report held a per-benchmark verdict the truth contradicts."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -291,6 +351,7 @@ class Tally:
             "inconclusive": self.inconclusive,
             "median_processes": self.median_processes,
             "median_decided": self.median_decided,
+            "benchmark_wrong": self.benchmark_wrong,
         }
 
 
@@ -305,6 +366,7 @@ def tally(scenario: Scenario, outcomes: Sequence[SimulatedAnswer]) -> Tally:
         inconclusive=sum(o.right is None for o in outcomes),
         median_processes=statistics.median(o.processes for o in outcomes),
         median_decided=statistics.median(decided) if decided else None,
+        benchmark_wrong=sum(o.benchmark_wrong > 0 for o in outcomes),
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from tfbuild.bench.workload import BENCHMARKS as WORKLOAD_BENCHMARKS
 from tfbuild.bench.workload import payload_spec
 from tfbuild.config.model import SuiteSettings
-from tfbuild.results.model import ConfigEntry, ProcessPath, Workload
+from tfbuild.results.model import DEFAULT_PROCESSES, ConfigEntry, ProcessPath, Workload
 from tfbuild.runtime.records import PayloadConfig
 from tfbuild.store import WheelStore
 
@@ -35,7 +35,7 @@ class SessionOptions:
     """The machine class the results are compared as (--host-key); None: from the host."""
     workload: Workload | None = None
     """The user's own model (`--workload`), measured with or instead of the suite."""
-    processes: ProcessPath = "fresh"
+    processes: ProcessPath = DEFAULT_PROCESSES
     """How each benchmark process starts: fresh, or forked from its config's zygote."""
     build_failures: Mapping[str, str] = field(default_factory=dict)
     """Variants whose build failed just before the session (`tfbuild run`), with the build's

@@ -65,9 +65,7 @@ def _session_id() -> str:
     return f"{stamp}-{host}-{secrets.token_hex(2)}"
 
 
-def _suite(
-    suite: SuiteSettings, workload: Workload | None, processes: ProcessPath = "fresh"
-) -> SuiteRecord:
+def _suite(suite: SuiteSettings, workload: Workload | None, processes: ProcessPath) -> SuiteRecord:
     """What the session measures: the suite's benchmarks, then the workload's; and how each
     process starts."""
     iterations = {b: ITERATIONS[b] for b in suite.benchmarks}

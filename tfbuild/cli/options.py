@@ -12,6 +12,7 @@ import click
 
 from tfbuild.config.settings import CACHE_ENV, RESULTS_ENV, STORE_ENV, Setting, shown
 from tfbuild.engine import KEEP_ENV
+from tfbuild.results.model import DEFAULT_PROCESSES, PROCESS_PATHS
 from tfbuild.runtime.forked import CHILDREN
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -172,14 +173,14 @@ RUNTIME_OPTION = click.option(
 )
 PROCESSES_OPTION = click.option(
     "--processes",
-    type=click.Choice(["fresh", "forked"]),
-    default="fresh",
+    type=click.Choice(PROCESS_PATHS),
+    default=DEFAULT_PROCESSES,
     show_default=True,
     envvar="TFBUILD_PROCESSES",
-    help="How each benchmark process starts. fresh: a new interpreter each; forked: from a "
-    f"zygote of its config, a process that has imported TensorFlow (each serves {CHILDREN}): "
-    "half the time per process, but a zygote's children can resemble each other in one "
-    "benchmark or another (docs/reference.md). Sessions of the two are never ranked together.",
+    help="How each benchmark process starts. forked: from a zygote of its config, a process "
+    f"that has imported TensorFlow (each serves {CHILDREN}), half the seconds a process; "
+    "fresh: a new interpreter each, as independent as processes get (docs/reference.md). "
+    "Sessions of the two are never ranked together.",
 )
 QUIET_OPTION = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 TENSORFLOW_OPTION = click.option(

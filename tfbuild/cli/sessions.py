@@ -43,7 +43,7 @@ from tfbuild.cli.values import (
 )
 from tfbuild.engine import DockerInfo
 from tfbuild.errors import EngineUnavailable, NotBuiltError, NothingRan
-from tfbuild.results.model import ProcessPath, Results
+from tfbuild.results.model import DEFAULT_PROCESSES, ProcessPath, Results
 
 if TYPE_CHECKING:
     from tfbuild.bench.options import SessionOptions, Workspace
@@ -72,7 +72,7 @@ class SessionSettings:
     refresh: bool = False
     workload: WorkloadRequest | None = None
     with_suite: bool = False
-    processes: ProcessPath = "fresh"
+    processes: ProcessPath = DEFAULT_PROCESSES
 
     def workspace(self, engine_status: DockerInfo) -> Workspace:
         return _workspace(self.store, self.cache_dir, self.results_dir, engine_status)
@@ -109,7 +109,7 @@ class SessionSettings:
             refresh=params.get("refresh", False),
             workload=workload_request(params),
             with_suite=bool(params.get("with_suite")),
-            processes=params.get("processes", "fresh"),
+            processes=params.get("processes", DEFAULT_PROCESSES),
         )
 
 

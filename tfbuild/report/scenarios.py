@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-HEAD = ("scenario", "what is true", "right", "wrong", "inconclusive", "processes")
+HEAD = ("scenario", "what is true", "right", "wrong", "inconclusive", "processes", "verdicts")
 
 
 def _rows(doc: Mapping[str, Any]) -> list[tuple[str, ...]]:
@@ -22,6 +22,7 @@ def _rows(doc: Mapping[str, Any]) -> list[tuple[str, ...]]:
                 f"{t['wrong'] / n:.1%}",
                 f"{t['inconclusive'] / n:.1%}",
                 f"{decided:g}" if decided is not None else "-",
+                f"{t.get('benchmark_wrong', 0) / n:.1%}",
             )
         )
     return rows
@@ -36,8 +37,11 @@ def summary_line(doc: Mapping[str, Any]) -> str:
         if share > 0
         else "none"
     )
+    verdicts = max(t.get("benchmark_wrong", 0) / t["sessions"] for t in doc["scenarios"])
     return (
-        f"Wrong answers: {found}, in {doc['sessions']} simulated sessions per scenario "
+        f"Wrong answers: {found}; sessions with a wrong per-benchmark verdict: "
+        f"{'none' if verdicts == 0 else f'at most {verdicts:.1%}'}; in {doc['sessions']} "
+        f"simulated sessions per scenario "
         f"(decision rules {doc['rules']}, the {doc['margin']:.0%} margin, answers at "
         f"{doc['confidence']:.1%} confidence)."
     )
@@ -47,7 +51,8 @@ def _legend(doc: Mapping[str, Any]) -> str:
     return (
         f"right, wrong, inconclusive: shares of the sessions' answers; processes: the median "
         f"benchmark processes of the sessions that answered (each {doc['process_s']:g} s; the "
-        f"budget {doc['budget_s'] / 60:g} min)"
+        f"budget {doc['budget_s'] / 60:g} min); verdicts: the share of sessions whose report "
+        f"held a per-benchmark verdict the truth contradicts"
     )
 
 
@@ -69,7 +74,7 @@ def scenarios_text(doc: Mapping[str, Any]) -> str:
 
 def scenarios_markdown(doc: Mapping[str, Any]) -> str:
     lines = [summary_line(doc), "", "| " + " | ".join(HEAD) + " |"]
-    lines.append("|" + "|".join(["---", "---", "---:", "---:", "---:", "---:"]) + "|")
+    lines.append("|" + "|".join(["---", "---", "---:", "---:", "---:", "---:", "---:"]) + "|")
     lines += ["| " + " | ".join(row) + " |" for row in _rows(doc)]
     lines += ["", _legend(doc)]
     return "\n".join(lines) + "\n"

@@ -492,6 +492,8 @@ ProcessPath = Literal["fresh", "forked"]
 samples, but their levels differ by a few percent per benchmark, either way
 (docs/measurements/process-cost-*), so sessions of the two are never ranked together."""
 PROCESS_PATHS: tuple[ProcessPath, ...] = get_args(ProcessPath)
+DEFAULT_PROCESSES: ProcessPath = "forked"
+"""Unless --processes says otherwise: half the seconds a process (docs/reference.md)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,23 +7,28 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from support.cli import RESULTS, run_tfbuild
-from support.env import FIXTURES
+from support.env import FIXTURES, REPO
 
-from tfbuild.analysis.estimates import OVERALL
+from tfbuild.analysis.estimates import OVERALL, Estimate
 from tfbuild.analysis.scenarios import (
     MARGIN,
+    PROCESS_S,
     Truth,
+    benchmark_wrong,
     by_name,
     run_scenarios,
     score,
     simulate,
 )
-from tfbuild.results.model import DECISIONS, Design
+from tfbuild.results.model import AA_SUFFIX, DECISIONS, Design
+from tfbuild.runtime.forked import CHILDREN
 
 SESSIONS = 30
 CLEAR = {"twice", "two-leaders", "single", "heavy-tails", "drift"}
@@ -44,6 +49,9 @@ CHECKED = [
     "drift",
     "fixed-2",
     "fixed-10",
+    "zygote-null",
+    "zygote-twice",
+    "zygote-all",
 ]
 
 
@@ -60,13 +68,82 @@ def test_a_wrong_answer_is_scored_wrong() -> None:
     assert score(ahead, "inconclusive", None, MARGIN) is None
 
 
+def _verdict(config: str, verdict: str, margin: float = MARGIN) -> dict[tuple[str, str], Estimate]:
+    e = Estimate(config, "gru-keras", 1.0, 0.9, 1.1, 0.99, 0.5, 10, 0.05, margin, verdict)
+    return {(config, "gru-keras"): e, (config, OVERALL): replace(e, verdict="slower")}
+
+
+def test_a_wrong_benchmark_verdict_is_counted_wrong() -> None:
+    """Per-benchmark verdicts against a truth known without a session (the overall estimate is
+    not a benchmark's, and not counted)."""
+    ahead = Truth({"c01:default": 1.10, "c02:default": 1.03})
+    assert benchmark_wrong(ahead, _verdict("c01:default", "faster")) == 0
+    assert benchmark_wrong(ahead, _verdict("c01:default", "equivalent")) == 1
+    assert benchmark_wrong(ahead, _verdict("c01:default", "slower")) == 1
+    assert benchmark_wrong(ahead, _verdict("c01:default", "equivalent", 0.12)) == 0
+    assert benchmark_wrong(ahead, _verdict("c02:default", "faster")) == 1
+    assert benchmark_wrong(ahead, _verdict("c02:default", "equivalent")) == 0
+    assert benchmark_wrong(ahead, _verdict("c02:default", "undecided")) == 0
+    biased = Truth({}, aa_bias=1.08)
+    assert benchmark_wrong(biased, _verdict("base:default" + AA_SUFFIX, "faster")) == 0
+    assert benchmark_wrong(biased, _verdict("base:default" + AA_SUFFIX, "equivalent")) == 1
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CHECKED)
 def test_answers_are_seldom_wrong_and_decided_when_the_truth_is_clear(name: str) -> None:
+    """Also the per-benchmark verdicts: a session with one the truth contradicts is as rare as
+    a wrong answer, also where the children of a zygote resemble each other."""
     (tally,) = run_scenarios(by_name([name]), SESSIONS)
     assert tally.wrong <= 0.05 * SESSIONS, tally
+    assert tally.benchmark_wrong <= 0.05 * SESSIONS, tally
     if name in CLEAR:
         assert tally.right >= 0.8 * SESSIONS, tally
+
+
+def _between_zygotes(icc: float, overall: bool) -> float:
+    """The share of a config's per-benchmark log throughput variance between its zygotes, in
+    one fixed session of 30 rounds (a one-way analysis of variance, groups of CHILDREN)."""
+    truth = Truth({}, zygote=0.0 if overall else icc, zygote_overall=icc if overall else 0.0)
+    scenario = replace(by_name(["null-6"])[0], truth=truth, design=Design(kind="fixed", rounds=30))
+    results, _ = simulate(scenario, 0)
+    shares = []
+    for config in ("c01:default", "c02:default", "c03:default", "c04:default"):
+        runs = sorted((r for r in results.runs if r.config == config), key=lambda r: r.round)
+        for name in results.suite.benchmarks:
+            logs = [math.log(r.benchmarks[name].samples[0].throughput) for r in runs]
+            groups = [logs[k : k + CHILDREN] for k in range(0, len(logs), CHILDREN)]
+            mean = sum(logs) / len(logs)
+            within = sum((x - sum(g) / len(g)) ** 2 for g in groups for x in g) / (
+                len(logs) - len(groups)
+            )
+            between = (
+                CHILDREN * sum((sum(g) / len(g) - mean) ** 2 for g in groups) / (len(groups) - 1)
+            )
+            shares.append(max(0.0, (between - within) / (between + (CHILDREN - 1) * within)))
+    return sum(shares) / len(shares)
+
+
+def test_the_children_of_a_simulated_zygote_resemble_each_other_as_set() -> None:
+    """The zygote scenarios draw what they say: a config's processes, in groups of CHILDREN
+    in the order they ran, resemble each other at about the intraclass correlation set, per
+    benchmark or as a whole, and not at all when none is set."""
+    assert _between_zygotes(0.0, False) < 0.1
+    assert 0.2 < _between_zygotes(0.3, False) < 0.45
+    assert _between_zygotes(0.8, False) > 0.6
+    assert _between_zygotes(0.8, True) > 0.6
+
+
+def test_a_simulated_process_costs_what_a_forked_one_measured() -> None:
+    """PROCESS_S is the session seconds per process of the default way (forked) in the
+    committed local 2.21.0 run of scripts/process-cost."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "process-cost"), "--summary",
+         str(REPO / "docs" / "measurements" / "process-cost-local-2.21.json.gz")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("2.21.0, local")]
+    assert f"/ {PROCESS_S:.2f} s" in line, line
 
 
 @pytest.mark.slow
