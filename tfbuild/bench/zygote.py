@@ -89,6 +89,10 @@ def serve(path: str, watch_stdin: bool) -> int:
     import tensorflow  # noqa: F401
 
     payload.draw_inputs(numpy)
+    # No gc.freeze(): a child's first full collection writes to the pages of the heap it
+    # inherited, so each child gets its own copies, as a fresh process has its own. Frozen, the
+    # children of a zygote kept sharing them and resembled each other in most benchmarks
+    # (scripts/process-cost's zygote test), where unfrozen they are as alike as fresh ones.
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     partial = f"{path}.{os.getpid()}"
