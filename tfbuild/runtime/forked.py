@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,14 +84,18 @@ class Zygote(ABC):
             try:
                 self._ask({"ping": True}, START_S)
             except ZygoteGone as exc:
-                self.children = CHILDREN  # the next process of the config gets a new one
-                return RunOutcome(exc.status, None, f"{exc}\n{self.log()}", 0.0)
+                return self._given_up(exc)
         self.children += 1
         try:
             return self._child(config, timeout)
         except ZygoteGone as exc:
-            self.children = CHILDREN  # given up: the next process gets a new zygote
-            return RunOutcome(exc.status, None, f"{exc}\n{self.log()}", 0.0)
+            return self._given_up(exc)
+
+    def _given_up(self, exc: ZygoteGone) -> RunOutcome:
+        """The asked-for process fails with the zygote's reason; the next process of the
+        config gets a new zygote."""
+        self.children = CHILDREN
+        return RunOutcome(exc.status, None, f"{exc}\n{self.log()}", 0.0)
 
     def request(self, config: str, result: str, stderr: str, timeout: float) -> dict[str, Any]:
         """A benchmark process's request, as zygote.py reads it."""
@@ -213,7 +217,7 @@ class Zygotes:
     def __init__(self) -> None:
         self.live: dict[str, Zygote] = {}
 
-    def get(self, key: str, make: Any) -> Zygote:
+    def get(self, key: str, make: Callable[[], Zygote]) -> Zygote:
         """The config's zygote; a new one (from `make()`) when it has none, or has served
         CHILDREN processes."""
         zygote = self.live.get(key)
