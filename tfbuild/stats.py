@@ -8,10 +8,9 @@ that tfbuild needs no SciPy; the tests check these functions against SciPy and M
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -113,6 +112,45 @@ def t_ppf(q: float, df: float) -> float:
             break
     value = (lo + hi) / 2.0
     return value if upper else -value
+
+
+def _bisect(
+    inside: Callable[[float], bool], lo: float, hi: float, tolerance: float = 1e-12
+) -> float:
+    """The boundary between lo, where `inside` holds, and hi, where it does not, to
+    `tolerance` (relative, or absolute below 1)."""
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if inside(mid) else (lo, mid)
+        if hi - lo < tolerance * max(1.0, abs(hi)):
+            break
+    return (lo + hi) / 2.0
+
+
+def f_cdf(x: float, d1: float, d2: float) -> float:
+    """P(F <= x) for Fisher's F with (d1, d2) degrees of freedom (not necessarily whole)."""
+    return betainc(d1 / 2.0, d2 / 2.0, d1 * x / (d1 * x + d2)) if x > 0 else 0.0
+
+
+@functools.lru_cache(maxsize=4096)
+def f_ppf(q: float, d1: float, d2: float) -> float:
+    """The q-quantile of Fisher's F (bisection on its distribution function, to a relative
+    1e-9: far below what any bound it gives shows)."""
+    if not 0.0 < q < 1.0:
+        raise ValueError("q must be in (0, 1)")
+    hi = 1.0
+    while f_cdf(hi, d1, d2) < q:
+        hi *= 2.0
+    return _bisect(lambda x: f_cdf(x, d1, d2) < q, 0.0, hi, 1e-9)
+
+
+def binomial_upper(k: int, n: int, confidence: float = 0.95) -> float:
+    """The one-sided upper confidence bound of a rate seen k times in n (Clopper and Pearson
+    1934): the rate under which k or fewer would be seen with probability 1 - confidence."""
+    if k >= n:
+        return 1.0
+    # P(X <= k | p) = 1 - I_p(k + 1, n - k), falling in p
+    return _bisect(lambda p: 1.0 - betainc(k + 1.0, n - k, p) > 1.0 - confidence, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -260,6 +298,19 @@ def trimmed_along(x: np.ndarray, trim: float = TRIM) -> tuple[np.ndarray, np.nda
     return mean, xs.var(axis=-1, ddof=1), h
 
 
+def norm_sf(x: np.ndarray) -> np.ndarray:
+    """Upper tail of the standard normal, vectorised (Numerical Recipes' erfc, relative error
+    below 1.2e-7 everywhere, enough for levels down to 1e-12)."""
+    z = np.abs(x) / math.sqrt(2.0)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+            -0.82215223 + t * 0.17087277))))))))  # fmt: skip
+    erfc = t * np.exp(poly)
+    tail: np.ndarray = np.where(x >= 0, 0.5 * erfc, 1.0 - 0.5 * erfc)
+    return tail
+
+
 # --------------------------------------------------------------------------------------------
 # Many comparisons at once: max-t levels and moderated variances
 
@@ -287,10 +338,10 @@ def maxt_level(
     a, b = math.sqrt(rho), math.sqrt(1.0 - rho)
 
     def covered(c: float) -> float:
-        inside = 1.0 - _norm_sf((c - a * _Z) / b)
+        inside = 1.0 - norm_sf((c - a * _Z) / b)
         if not one_sided:
-            inside = inside - _norm_sf((c + a * _Z) / b)
-        single = 1.0 - sides * float(_norm_sf(np.array([c]))[0])
+            inside = inside - norm_sf((c + a * _Z) / b)
+        single = 1.0 - sides * float(norm_sf(np.array([c]))[0])
         return float(np.sum(_PHI * inside**m)) * single**independent
 
     lo, hi = 0.0, 40.0
@@ -299,7 +350,7 @@ def maxt_level(
         lo, hi = (mid, hi) if covered(mid) < 1.0 - alpha else (lo, mid)
         if hi - lo < 1e-10:
             break
-    level = sides * float(_norm_sf(np.array([hi]))[0])
+    level = sides * float(norm_sf(np.array([hi]))[0])
     return min(alpha, max(alpha / total, level))
 
 
@@ -453,117 +504,3 @@ def moderated(locations: Sequence[Location]) -> list[Location]:
         se = math.sqrt(spread * x.n) / x.kept
         out.append(replace(x, se=se, df=prior.df + x.df, sd=x.sd * se / x.se if x.se else x.sd))
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Group-sequential error control: alpha spending (Lan-DeMets) over looks after every round
-
-
-def _norm_sf(x: np.ndarray) -> np.ndarray:
-    """Upper tail of the standard normal, vectorised (Numerical Recipes' erfc, relative error
-    below 1.2e-7 everywhere, enough for levels down to 1e-12)."""
-    z = np.abs(x) / math.sqrt(2.0)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))  # fmt: skip
-    erfc = t * np.exp(poly)
-    tail: np.ndarray = np.where(x >= 0, 0.5 * erfc, 1.0 - 0.5 * erfc)
-    return tail
-
-
-def pocock_spending(alpha: float, fraction: float) -> float:
-    """Lan-DeMets spending function of Pocock type: alpha * ln(1 + (e - 1) t)."""
-    return alpha * math.log1p((math.e - 1.0) * min(1.0, max(0.0, fraction)))
-
-
-def power_spending(alpha: float, fraction: float) -> float:
-    """Kim-DeMets power-family spending function with exponent 2: alpha * t^2. It keeps most of
-    alpha for the late looks, where intervals are judged when a session stops on its
-    resolution."""
-    return alpha * min(1.0, max(0.0, fraction)) ** 2
-
-
-SPENDING = {"pocock": pocock_spending, "power": power_spending}
-
-
-LOOK_GROWTH = 1.2
-"""Each scheduled look comes after about 20 % more rounds than the one before (35 % under the
-first decision rules)."""
-
-
-def look_schedule(first: int, horizon: int, growth: float = LOOK_GROWTH) -> tuple[int, ...]:
-    """The rounds after which a sequential session looks at its data: `first`, then `growth`
-    times as many rounds each time (at least one more), and the horizon last. Fixed before
-    the first round."""
-    looks = [first]
-    while looks[-1] < horizon:
-        looks.append(min(horizon, max(looks[-1] + 1, math.ceil(looks[-1] * growth))))
-    return tuple(looks)
-
-
-@functools.lru_cache(maxsize=1024)
-def sequential_levels(
-    alpha: float,
-    looks: tuple[int, ...],
-    horizon: int,
-    spend_rest_at_last: bool = False,
-    one_sided: bool = False,
-    grid: int = 401,
-    spending: str = "pocock",
-) -> tuple[float, ...]:
-    """Nominal levels for a comparison looked at after `looks` rounds: two-sided, or (with
-    `one_sided`) one-sided for a bound in one direction.
-
-    Rejecting (or excluding 0 from its interval) at look k when its p-value is below level[k]
-    crosses a boundary with probability at most alpha over all looks together, wherever the
-    comparison stops: the boundary spends alpha along a Lan-DeMets spending function
-    (`spending`: Pocock type, or the power family's t^2) over the information fraction
-    n / horizon, with the correlation of successive
-    looks taken into account (recursive numerical integration over the Brownian sum; Jennison
-    and Turnbull, Group Sequential Methods, ch. 19). `spend_rest_at_last` spends everything
-    left at the last look: allowed when the session ended there for a reason independent of
-    the data (its time budget). Exact for normal data with known variance; the levels are then
-    applied to t (or Yuen) p-values, the usual nominal-level practice.
-    """
-    if not 0.0 < alpha < 1.0 or not looks or looks[0] < 1 or horizon < 1:
-        raise ValueError("need 0 < alpha < 1 and looks after at least one round")
-    if any(b <= a for a, b in itertools.pairwise(looks)):
-        raise ValueError("looks must be increasing")
-    sides = 1 if one_sided else 2
-    levels: list[float] = []
-    spent = 0.0
-    xs = np.zeros(0)
-    mass = np.zeros(0)
-    previous = 0
-    for k, n in enumerate(looks):
-        last = k == len(looks) - 1
-        spend = SPENDING[spending]
-        target = alpha if last and spend_rest_at_last else spend(alpha, n / horizon)
-        increment = max(1e-300, target - spent)
-        spent += increment
-        root = math.sqrt(n)
-        if k == 0:
-            bound = root * statistics.NormalDist().inv_cdf(1.0 - increment / sides)
-            xs = np.linspace(-bound if sides == 2 else -8.0 * root, bound, grid)
-            density = np.exp(-0.5 * (xs / root) ** 2) / (root * math.sqrt(2.0 * math.pi))
-        else:
-            step = math.sqrt(n - previous)
-            lo, hi = 0.0, 40.0 * root
-            while hi - lo > 1e-10 * root:  # about 38 halvings: far below what any level shows
-                mid = (lo + hi) / 2.0
-                crossed = np.sum(mass * _norm_sf((mid - xs) / step))
-                if sides == 2:
-                    crossed += np.sum(mass * _norm_sf((mid + xs) / step))
-                lo, hi = (mid, hi) if crossed > increment else (lo, mid)
-            bound = hi
-            new_xs = np.linspace(-bound if sides == 2 else -8.0 * root, bound, grid)
-            kernel = np.exp(-0.5 * ((new_xs[:, None] - xs[None, :]) / step) ** 2)
-            density = kernel @ mass / (step * math.sqrt(2.0 * math.pi))
-            xs = new_xs
-        weights = np.full(grid, xs[1] - xs[0])
-        weights[[0, -1]] *= 0.5
-        mass = density * weights
-        levels.append(float(sides * _norm_sf(np.array([bound / root]))[0]))
-        previous = n
-    return tuple(levels)

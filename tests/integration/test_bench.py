@@ -21,7 +21,7 @@ from support.cli import run_tfbuild
 from support.docker import containers, inspected
 
 from tfbuild.resources import data_path
-from tfbuild.stats import look_schedule
+from tfbuild.sequential import look_schedule
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
 

@@ -63,6 +63,10 @@ def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) 
     }
     assert all(run["status"] == "ok" for run in document["runs"])
     assert document["suite"]["processes"] == "forked"  # the default: each from its zygote
+    assert all(run["zygote"] for run in document["runs"])  # which one, recorded
+    # the margin it answers at is said before anything runs: the quick preset's
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert "answering at the 10.0% margin (--resolve sets it)" in said, said[:2000]
     # the first round runs all three whatever the machine's speed; the budget decides the rest
     assert len(document["runs"]) == sum(map(len, document["order"])) >= 3
     assert len(document["order"][0]) == 3

@@ -100,6 +100,7 @@ class ReplayRuntime(RuntimeEnv):
         cpus: Sequence[int] | None,
         timeout: float,
         zygote: str | None = None,
+        live: int | None = None,
     ) -> RunOutcome:
         self.zygotes.append(zygote)
         real = self.rng.choice(self.runs)

@@ -36,6 +36,7 @@ from tfbuild.results.model import (
     WheelRecord,
     config_entry,
 )
+from tfbuild.results.rules import rules
 
 BENCHMARKS = ("gru-keras", "matmul-pinned", "input-fed")
 UNITS = {name: b.unit for name, b in SUITE.items()}
@@ -204,7 +205,9 @@ def write(path: Path, results: Results) -> Path:
 def assert_coherent_tiers(report: HostReport) -> None:
     """Two tiers follow the ranking: the configs that could be the fastest, then the ones put
     out, each by a claim naming a config ahead of it; a config whose verdict is slower than
-    the baseline is out, and so is the baseline when a config is faster than it."""
+    the baseline is out, and so is the baseline when a config is faster than it (under rules
+    6 only when it trails by more than the A/A control shows two processes of one build can
+    land apart: then not always)."""
     assert 1 <= len(report.tiers) <= 2
     tier_of = {c: i for i, tier in enumerate(report.tiers) for c in tier}
     order = [tier_of[e.config] for e in report.ranking]
@@ -216,6 +219,8 @@ def assert_coherent_tiers(report: HostReport) -> None:
     )
     assert all(c.ratio <= c.upper < 1.0 for c in report.out)
     verdicts = {e.config: e.verdict for e in report.ranking}
+    if rules(report.rules).standard:
+        return
     for config, verdict in verdicts.items():
         if verdict == "slower":
             assert config in out, config

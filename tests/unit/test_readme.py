@@ -51,7 +51,7 @@ def _quoted(text: str) -> int:
     checked = 0
     for i, block in enumerate(blocks):
         head = text[block.start() : block.start() + 80]
-        if "tfbuild compare" not in head and "tfbuild replay" not in head:
+        if not any(c in head for c in ("tfbuild compare", "tfbuild replay", "zygote-icc")):
             continue
         end = blocks[i + 1].start() if i + 1 < len(blocks) else len(text)
         prose = text[block.end() : end].split("\n## ", maxsplit=1)[0]
@@ -89,11 +89,12 @@ def test_readme_states_the_suite_and_design_the_code_has() -> None:
         f"`--quick` is a {quick.budget_s / 60:.0f}-minute budget at a "
         f"{quick.resolve * 100:.0f} % margin" in text
     )
+    assert f"(`--resolve`, {default.resolve * 100:.0f} % by default)" in text
     assert (
-        f"(`--resolve`, {default.resolve * 100:.0f} % by default, never below the spread of one "
-        "process on this machine" in text
+        f"(`--resolve`, {default.resolve * 100:.0f} % by default, said before anything runs; "
+        "the data never raise it)" in text
     )
-    assert f"nor reaches beyond {span} the margin" in text
+    assert f"not reaching beyond {span} the margin" in text
     assert f"({quick.budget_s / 60:.0f} minutes of benchmarking, `--quick`'s budget" in text
     assert (
         "or when the next round would end after `--budget` "
@@ -103,30 +104,44 @@ def test_readme_states_the_suite_and_design_the_code_has() -> None:
 
 
 def test_the_documentation_says_how_many_processes_a_zygote_serves() -> None:
-    from tfbuild.runtime.forked import CHILDREN
+    from tfbuild.runtime.forked import CHILDREN, LIVE, ZYGOTE_BYTES
 
-    assert f"Each zygote serves {CHILDREN} processes" in documentation()
+    text = documentation()
+    assert f"Each config keeps {LIVE} zygotes alive at once" in text
+    assert f"each zygote serves {CHILDREN} processes, then a new one takes its place" in text
+    assert f"({LIVE} alive per config, {CHILDREN} children each)" in text
+    assert ZYGOTE_BYTES == 400 * 2**20 and "about 250 MB each" in text
 
 
 def test_readme_states_the_simulations_the_code_runs() -> None:
-    """How many sessions the README says each simulated figure comes from, and the shares the
-    planners aim at, are tfbuild.analysis.power's."""
+    """How many sessions the README says each simulated figure comes from, the shares the
+    planners aim at, the noise the scenarios draw and the targets they are held to are the
+    code's."""
     from tfbuild.analysis.power import PLAN_DRAWS, RESOLVED
-    from tfbuild.analysis.scenarios import MARGIN, PROCESS_S, SEQUENTIAL, Truth
+    from tfbuild.analysis.scenarios import (
+        MARGIN,
+        RIGHT_AT_LEAST,
+        SEQUENTIAL,
+        WRONG_AT_MOST,
+        WRONG_BOUND,
+    )
+    from tfbuild.analysis.simulated import PROCESS_S, REAL
 
     text = documentation()
     assert f"the session itself: {PLAN_DRAWS} continuations of it" in text
     assert RESOLVED == 0.5 and "the look by which half of them have decided" in text
     assert f"at which half of {PLAN_DRAWS} sessions shaped like this one resolve" in text
-    truth = Truth({})
-    assert (
-        f"a lognormal factor shared by its benchmarks ({truth.sigma * 100:.0f} %: the spread"
-        in text
-        and f"one per benchmark ({truth.bench_sigma * 100:.0f} %)" in text
-        and f"takes {PROCESS_S:g} s of session time" in text
-    )
+    spreads, scales = REAL.spreads.values(), REAL.config_spreads
+    assert f"spread ({min(spreads) * 100:.0f} to {max(spreads) * 100:.0f} %)" in text
+    assert REAL.shared == 0.2 and "a fifth of its variance common" in text
+    assert f"(spreads from {min(scales):g} to {max(scales):g} times" in text
+    assert f"by up to {REAL.ramp * 150:.0f} %)" in text
+    assert f"A process takes {PROCESS_S:g} s of session time" in text
     assert SEQUENTIAL.budget_s == 20 * 60 and MARGIN == 0.05
     assert "a 20-minute budget, the 5 % margin" in text
+    assert (WRONG_AT_MOST, WRONG_BOUND, RIGHT_AT_LEAST) == (0.025, 0.035, 0.90)
+    assert "wrong decided answers in at most 2.5 % of its sessions" in text
+    assert "at most 3.5 %" in text and "right in at least 90 %" in text
 
 
 def test_readme_era_table_is_tensorflow_yaml() -> None:

@@ -177,7 +177,8 @@ FLOW: tuple[tuple[str, ...], ...] = (
     # the ground floor: what every stage may use, and the one module per outside system that
     # has no stage of its own (the Docker engine)
     ("tfbuild", "tfbuild.errors", "tfbuild.wording", "tfbuild.files", "tfbuild.progress",
-     "tfbuild.resources", "tfbuild.stats", "tfbuild.wheelfile", "tfbuild.jsonrecords",
+     "tfbuild.resources", "tfbuild.stats", "tfbuild.sequential", "tfbuild.wheelfile",
+     "tfbuild.jsonrecords",
      "tfbuild.engine"),
     ("tfbuild.machine",),
     ("tfbuild.config",),
@@ -348,6 +349,11 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         "fixed_equivalent",
         "its plans are promises about sessions: shown on replayed ones",
     ),
+    "tfbuild.analysis.simulated": (
+        "tests/unit/analysis/test_scenarios.py",
+        "tfbuild.analysis.simulated",
+        "simulated sessions are what the scenarios score: their draws are checked there",
+    ),
     "tfbuild.analysis.rounds": (
         "tests/unit/analysis/test_host_report.py",
         "analyse_host",
@@ -372,11 +378,6 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         "tests/integration/test_forked.py",
         "LocalZygote",
         "runs in a runtime beside the payload: forked processes of real TensorFlow",
-    ),
-    "tfbuild.runtime.forked": (
-        "tests/integration/test_forked.py",
-        "tfbuild.runtime.forked",
-        "zygotes need a runtime with real TensorFlow (containers: test_bench)",
     ),
     "tfbuild.bench.workload_payload": (
         "tests/integration/test_workload.py",

@@ -1,27 +1,34 @@
-"""The answer a report leads with, in one to three lines: what to use, and what that guarantees
-in the user's terms; or that the data does not decide it yet, why, what it does show, and
-roughly what budget would settle it.
+"""The answer a report leads with, in a few lines: what to use, and what that guarantees in the
+user's terms; or that the data does not decide it yet, why, what it does show, and roughly
+what budget would settle it.
 
-The answer is read off the last look (the one the session stopped at, or a last one after its
-final round): multiple comparisons with the best (estimates.pairs, estimates.floors) give each
-config that could be the fastest a lower bound of its throughput over the fastest of the
-others, and one family of one-sided bounds (the selection's share of alpha, spent over the
-looks) holds them all, and the outs, together. "Use X" says X is within the indifference margin
-of the fastest config measured; "Keep the baseline" says no config measured is faster than the
-baseline by more than the margin. Both hold with the selection family's confidence whatever the
-number of configs and looks; anything less is "Inconclusive"."""
+The answer is a comparison with a standard, the baseline being what the person runs now
+(Nelson and Goldsman 2001; Kim 2005): "Use X" tells them to switch, so it is said only when X
+is shown faster than the baseline (its lower bound against the baseline above 1, in the
+family of intervals against the baseline) and X is the fastest config measured or within the
+margin of it (its floor, the lower bound of its throughput over the fastest of the others, at
+or above 1 / (1 + margin): Hsu's multiple comparisons with the best, estimates.floors);
+"Keep the baseline" when no config that could be the fastest can be faster than the baseline
+by more than the margin (every upper bound against the baseline within it). The two families
+together err with at most the answer's share of alpha, whatever the number of configs and
+looks (alpha spending); anything less is "Inconclusive". The margin is the one asked: noise
+changes how many rounds an answer takes, never its question."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from tfbuild.analysis.estimates import SPLIT, Estimate
-from tfbuild.results.model import answer_config, within_margin
+from tfbuild.analysis.estimates import ANSWER_SPAN, Estimate
+from tfbuild.results.model import within_margin
 
-CONFIDENCE = 1.0 - SPLIT["selection"]
-"""How sure the answer is: the selection family's share of alpha is what it rests on."""
+
+def confidence(split: Mapping[str, float]) -> float:
+    """How sure the answer is: it rests on the intervals against the baseline and on the
+    selection of the configs that could be the fastest, so on both families' shares of
+    alpha."""
+    return 1.0 - split["ranking"] - split["selection"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +36,8 @@ class Decision:
     """What the last look decides: keep the baseline, use a config, or nothing yet."""
 
     kind: str
-    """use (a config within the margin of the fastest), keep (the baseline) or inconclusive."""
+    """use (a config shown faster than the baseline and within the margin of the fastest),
+    keep (the baseline) or inconclusive."""
     config: str | None
     """The config to use (the baseline for keep); None when inconclusive."""
     margin: float
@@ -40,8 +48,18 @@ class Decision:
     why: str = ""
     """What keeps it from being decided (empty when decided)."""
     cause: str = ""
-    """rounds (too few), aa (the A/A control), flagged (the one within the margin failed in
-    some rounds) or open (none known within the margin yet)."""
+    """rounds (too few), aa (the A/A control), flagged (the one to use failed in some rounds)
+    or open (neither answer is shown yet)."""
+    contenders: tuple[str, ...] = ()
+    """The configs besides the baseline that could be the fastest: "Keep" bounds each."""
+    held: bool = False
+    """The A/A control could not tell the baseline from itself yet (estimates.held): nothing
+    is decided."""
+
+
+def _bound(e: Estimate | None) -> float:
+    """How much faster than the baseline a config can be, by its interval (inf unknown)."""
+    return e.high if e is not None and math.isfinite(e.high) else math.inf
 
 
 def decide(
@@ -49,54 +67,103 @@ def decide(
     margin: float,
     baseline: str,
     ranking: Mapping[str, Estimate],
+    contenders: Sequence[str],
     aa: Estimate | None,
     rounds: int,
     flagged: Mapping[str, str],
+    held: bool = False,
 ) -> Decision:
-    """The answer of the last look: keep the baseline when it is within `margin` of the fastest
-    (no config is faster by more), else use the config within the margin that is furthest
-    ahead of the baseline and measured every round (`flagged` says what the others missed);
-    inconclusive when none is known to be, when the A/A control shows the baseline unlike its
-    own copy, or before two rounds (nothing is known of the noise)."""
+    """The answer at a look: keep the baseline when every config that could be the fastest
+    (`contenders`) is at most the margin faster than it; else use the config shown faster than
+    the baseline and known within `margin` of the fastest (the one furthest ahead of the
+    baseline, of those measured every round: `flagged` says what the others missed);
+    inconclusive when neither is shown, when the A/A control shows the baseline unlike its own
+    copy or (`held`) cannot tell the baseline from itself yet, or before two rounds (nothing is
+    known of the noise)."""
+    contenders = tuple(contenders)
+
+    def undecided(why: str, cause: str) -> Decision:
+        return Decision("inconclusive", None, margin, floors, why, cause, contenders)
+
     if rounds < 2:
-        why = (
+        return undecided(
             f"{rounds} round{'s' if rounds != 1 else ''} gives no spread between processes: "
-            "nothing can be decided from it"
+            "nothing can be decided from it",
+            "rounds",
         )
-        return Decision("inconclusive", None, margin, floors, why, "rounds")
     if aa is not None and not aa.low <= 1.0 <= aa.high:
-        why = (
+        return undecided(
             f"the A/A control (the baseline against its own copy, the same build) is "
             f"{aa.ratio:.3f}x [{aa.low:.3f}, {aa.high:.3f}]: this machine showed one build "
-            "unlike itself, so no difference between builds can be trusted"
+            "unlike itself, so no difference between builds can be trusted",
+            "aa",
         )
-        return Decision("inconclusive", None, margin, floors, why, "aa")
+    if held:
+        return replace(
+            undecided(
+                "the A/A control (the baseline against its own copy, the same build) cannot tell "
+                f"the baseline from itself yet: its interval reaches more than {ANSWER_SPAN:g}x "
+                "the margin (or the spread of one process, where larger) either way",
+                "aa",
+            ),
+            held=True,
+        )
+    if all(_bound(ranking.get(c)) <= 1.0 + margin + 1e-12 for c in contenders):
+        return Decision("keep", baseline, margin, floors, contenders=contenders)
     known = within_margin(floors, margin)
-    usable = [c for c in known if c not in flagged or c == baseline]
-    named = answer_config(usable, baseline, lambda c: ranking[c].ratio if c in ranking else 0.0)
-    if named == baseline:
-        return Decision("keep", baseline, margin, floors)
-    if named is not None:
-        return Decision("use", named, margin, floors)
-    if known:
-        why = f"{known[0]} is within it of the fastest, but {flagged[known[0]]}"
-        return Decision("inconclusive", None, margin, floors, why, "flagged")
+    faster = [c for c in known if c != baseline and c in ranking and ranking[c].low > 1.0]
+    usable = [c for c in faster if c not in flagged]
+    if usable:
+        named = max(usable, key=lambda c: ranking[c].ratio)
+        return Decision("use", named, margin, floors, contenders=contenders)
+    if faster:
+        return undecided(f"{faster[0]} is shown faster, but {flagged[faster[0]]}", "flagged")
     if not floors:
-        why = "no config that measured the whole suite has results beside the baseline's"
-        return Decision("inconclusive", None, margin, floors, why, "rounds")
-    closest = max(floors, key=lambda c: floors[c])
-    why = (
-        f"no config is known yet to be within it of the fastest (the closest, {closest}, is "
-        f"at least {min(1.0, floors[closest]):.3f} of it)"
+        return undecided(
+            "no config that measured the whole suite has results beside the baseline's", "rounds"
+        )
+    return undecided(_open(floors, margin, baseline, ranking, contenders), "open")
+
+
+def _open(
+    floors: Mapping[str, float],
+    margin: float,
+    baseline: str,
+    ranking: Mapping[str, Estimate],
+    contenders: Sequence[str],
+) -> str:
+    """Why neither answer is shown yet, from the strongest evidence for each."""
+    widest = max(contenders, key=lambda c: _bound(ranking.get(c)))
+    reach = _bound(ranking.get(widest))
+    keep = (
+        f"{widest} could be up to {reach:.3f}x the baseline"
+        if math.isfinite(reach)
+        else (f"{widest} has no interval against the baseline yet")
     )
-    return Decision("inconclusive", None, margin, floors, why, "open")
+    shown = [c for c in contenders if c in ranking and ranking[c].low > 1.0]
+    if shown:
+        best = max(shown, key=lambda c: floors.get(c, 0.0))
+        if best not in floors:
+            return (
+                f"{best} is faster than the baseline on what it measured, but it did not measure "
+                "every benchmark the baseline did, so it is no candidate"
+            )
+        floor = min(1.0, floors[best])
+        return (
+            f"{best} is faster than the baseline, but not yet known to be the fastest config or "
+            f"within the margin of it (it is at least {floor:.3f} of the fastest)"
+        )
+    return (
+        "no config is shown faster than the baseline, nor is every one shown at most the "
+        f"margin faster ({keep})"
+    )
 
 
 @dataclass(frozen=True)
 class Answer:
     decided: bool
     kind: str
-    """use (a config within the margin of the fastest), keep (the baseline) or inconclusive."""
+    """use, keep or inconclusive."""
     lines: tuple[str, ...]
     """The answer first, then what else a person needs to act on it."""
     why: str
@@ -108,7 +175,8 @@ class Answer:
     lines say nothing of one)."""
     margin: float = math.nan
     """The indifference margin the answer is given at."""
-    confidence: float = CONFIDENCE
+    confidence: float = math.nan
+    """How sure the answer is (answer.confidence of the session's rules)."""
 
 
 def _interval(e: Estimate) -> str:
@@ -141,6 +209,37 @@ def _settle_line(
     )
 
 
+def where(config: str, per_benchmark: Mapping[str, Estimate]) -> list[str]:
+    """Which benchmarks carry a config's gain over the baseline (each benchmark's interval, in
+    the per-benchmark family), and a warning when it is slower, or not shown faster, on any:
+    a person whose model is like those is told to weight them."""
+    if len(per_benchmark) < 2:
+        return []
+    groups: dict[str, list[str]] = {"faster": [], "neither": [], "slower": []}
+    for bench, e in per_benchmark.items():
+        side = "faster" if e.low > 1.0 else "slower" if e.high < 1.0 else "neither"
+        groups[side].append(f"{bench} {e.ratio:.3f}x")
+    said = {
+        "faster": "faster on",
+        "neither": "not shown faster or slower on",
+        "slower": "slower on",
+    }
+    parts = [f"{said[side]} {', '.join(found)}" for side, found in groups.items() if found]
+    lines = [f"Where: {'; '.join(parts)} (each benchmark against the baseline)."]
+    lacking = [b.rsplit(" ", 1)[0] for b in groups["slower"] + groups["neither"]]
+    if lacking:
+        what = "slower" if groups["slower"] else "not shown faster"
+        if groups["slower"] and groups["neither"]:
+            what = "slower or not shown faster"
+        those = "it matters" if len(lacking) == 1 else "they matter"
+        lines.append(
+            f"warning: {config} is {what} on {', '.join(lacking)}: if {those} most for your "
+            f"model, weight {'it' if len(lacking) == 1 else 'them'} (`tfbuild compare --weight "
+            f"{lacking[0]}=3 ...`) and read the answer again."
+        )
+    return lines
+
+
 def answer(
     decision: Decision,
     ranking: Sequence[Estimate],
@@ -148,58 +247,64 @@ def answer(
     settle: Callable[[float], tuple[int, int] | None] | None,
     seconds: float | None,
     most: int,
+    sure: float,
+    per_benchmark: Mapping[str, Estimate] | None = None,
 ) -> Answer:
-    """The answer of one host's report, from its decision. `settle(margin)` plans the fixed
-    design that would decide the answer (simulated; asked only when no config is known within
-    the margin yet), None to say nothing of a budget; `seconds` is the time of one benchmark
-    process, when the session recorded it."""
-    margin, sure = decision.margin, f"{CONFIDENCE:.1%} confidence"
+    """The answer of one host's report, from its decision, at confidence `sure`.
+    `settle(margin)` plans the fixed design that would decide the answer (simulated; asked only
+    when neither answer is shown yet), None to say nothing of a budget; `seconds` is the time
+    of one benchmark process, when the session recorded it; `per_benchmark` holds the answer's
+    config's interval on each benchmark (where its gain is)."""
+    margin, said = decision.margin, f"{sure:.1%} confidence"
     by_config = {e.config: e for e in ranking}
+    if decision.kind == "keep":
+        lines = [
+            f"Keep the baseline {baseline}: no config measured is faster than it by more than the "
+            f"{margin:.1%} margin ({said})."
+        ]
+        bounded = [by_config[c] for c in decision.contenders if c in by_config]
+        if bounded:
+            closest = max(bounded, key=lambda e: e.high)
+            lines.append(
+                f"Of the configs that could be the fastest, {closest.config} "
+                f"({_interval(closest)}) reaches highest, at most {closest.high:.3f}x the "
+                "baseline."
+            )
+            ahead = [e for e in bounded if e.low > 1.0]
+            if ahead:
+                lines.append(
+                    "Shown faster than the baseline, by less than the margin: "
+                    + ", ".join(f"{e.config} ({_interval(e)})" for e in ahead)
+                    + "."
+                )
+        else:
+            lines.append("Nothing else measured can be the fastest.")
+        return Answer(True, "keep", tuple(lines), "", None, margin, sure)
+    if decision.kind == "use" and decision.config is not None:
+        chosen = by_config[decision.config]
+        lines = [
+            f"Use {decision.config}: {_faster_by(chosen)} than the baseline {baseline} "
+            f"({_interval(chosen)}), and the fastest config measured or within the {margin:.1%} "
+            f"margin of it ({said})."
+        ]
+        also = [
+            by_config[c]
+            for c in within_margin(decision.floors, margin)
+            if c != decision.config and c in by_config and by_config[c].low > 1.0
+        ]
+        lines += where(decision.config, per_benchmark or {})
+        if also:
+            lines.append(
+                "Also shown faster and within the margin: "
+                + ", ".join(f"{e.config} ({_interval(e)})" for e in also)
+                + "."
+            )
+        return Answer(True, "use", tuple(lines), "", None, margin, sure)
+    lines = [f"Inconclusive at the {margin:.1%} margin: {decision.why}."]
     others = sorted(
         (by_config[c] for c in decision.floors if c != baseline and c in by_config),
         key=lambda e: -e.ratio,
     )
-    if decision.kind == "keep":
-        floor = decision.floors[baseline]
-        lines = [
-            f"Keep the baseline {baseline}: no config measured is faster than it by more than the "
-            f"{margin:.1%} margin ({sure})."
-        ]
-        if others and math.isfinite(floor) and floor > 0:
-            lines.append(
-                f"The fastest of the others, {others[0].config} ({_interval(others[0])}), is at "
-                f"most {1.0 / floor:.3f}x the baseline."
-            )
-        elif not others:
-            lines.append("Nothing else measured can be the fastest.")
-        return Answer(True, "keep", tuple(lines), "", None, margin)
-    if decision.kind == "use" and decision.config is not None:
-        chosen = by_config.get(decision.config)
-        shown = (
-            f"; {_faster_by(chosen)} than the baseline {baseline} ({_interval(chosen)})"
-            if chosen
-            else ""
-        )
-        lines = [
-            f"Use {decision.config}: within the {margin:.1%} margin of the fastest config "
-            f"measured ({sure}){shown}."
-        ]
-        also = [c for c in within_margin(decision.floors, margin) if c not in (decision.config,)]
-        if also:
-            lines.append(
-                "Also within the margin: "
-                + ", ".join(
-                    f"{c} ({_interval(by_config[c])})" if c in by_config else c for c in also
-                )
-                + "."
-            )
-        if chosen is not None and chosen.low <= 1.0:
-            lines.append(
-                "It is not shown faster than the baseline, which is not known to be within the "
-                "margin of the fastest."
-            )
-        return Answer(True, "use", tuple(lines), "", None, margin)
-    lines = [f"Inconclusive at the {margin:.1%} margin: {decision.why}."]
     faster = [e for e in others if e.low > 1.0]
     if faster:
         lines.append(
@@ -209,11 +314,11 @@ def answer(
     elif others:
         lines.append(
             f"What it does show: {len(decision.floors)} configs could still be the fastest, "
-            f"the baseline {'among them' if baseline in decision.floors else 'not'}; none is "
-            "shown faster than the baseline."
+            f"the baseline {'among them' if baseline in decision.floors else 'not among them'}; "
+            "none is shown faster than the baseline."
         )
     plan = None
-    if decision.cause == "open" and settle is not None:
+    if (decision.cause == "open" or decision.held) and settle is not None:
         plan = settle(margin)
         lines.append(_settle_line(plan, margin, seconds, most))
-    return Answer(False, "inconclusive", tuple(lines), decision.why, plan, margin)
+    return Answer(False, "inconclusive", tuple(lines), decision.why, plan, margin, sure)

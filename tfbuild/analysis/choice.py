@@ -175,8 +175,8 @@ def choice_for(
     if decision.kind == "use" and decision.config is not None:
         e = by_config[decision.config]
         reason = (
-            f"{e.config} is within the {margin} of the fastest config measured; against the "
-            f"baseline {baseline} it is {e.ratio:.3f}x [{e.low:.3f}, {e.high:.3f}]"
+            f"{e.config} is faster than the baseline {baseline} ({e.ratio:.3f}x [{e.low:.3f}, "
+            f"{e.high:.3f}]) and the fastest config measured or within the {margin} of it"
         )
         return choose(e.config, reason + partial, configs, variants, e.ratio)
     if decision.kind == "keep":

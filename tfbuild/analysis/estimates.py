@@ -7,29 +7,33 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from tfbuild import stats
 from tfbuild.analysis.rounds import Rounds, differences
 from tfbuild.analysis.sessions import Timeline
-from tfbuild.results import model
-from tfbuild.results.model import DECISIONS, Design, Results, Rules, rules
+from tfbuild.analysis.zygotes import zygote_factor
+from tfbuild.results.model import Design, Results
+from tfbuild.results.rules import DECISIONS, Rules, rules
 
 K = TypeVar("K")
 
 OVERALL = "overall"
 ALPHA = 0.05
-SPLIT = {"ranking": 0.025, "selection": 0.015, "benchmarks": 0.005, "experiments": 0.005}
 MIN_MARGIN = 0.02
-DEFAULT_MARGIN = 0.05
-"""Rules 5: the indifference margin of a design that names none (a fixed one): the default
-matrix's."""
 BASELINE_RHO = 1.0 / 3.0
 """Correlation of two configs' comparisons with the baseline: each config is one process a
 round, the baseline the mean of two, so var(x - b) = 1.5 s^2 and cov = 0.5 s^2."""
 BEST_RHO = 0.5
 """Correlation of the fastest config's comparisons with two others: it is in both."""
+AA_SCALE = math.sqrt(1.5 / 2.0)
+"""The A/A control's per-round variance (one process against another: 2 s^2) is 4/3 of a
+config's against the baseline (one process against the mean of two: 1.5 s^2); scaled by this
+before it is moderated with theirs, and back after, it is judged as one of them."""
+ANSWER_SPAN = 3.0
+"""Rules 6: the A/A control lets a session stop and answer once its interval lies within this
+many times the margin (or the spread of one process, where larger) either way."""
 AA_SPAN = 2.0
 """The A/A control (the baseline against its copy, the same build) makes the data unfit to
 decide when its interval reaches beyond this many margins: two processes of one build could
@@ -178,8 +182,18 @@ class Setup:
 
     @property
     def rulebook(self) -> Rules:
-        """What those rules do (results.model.RULES)."""
+        """What those rules do (results.rules.RULES)."""
         return rules(self.rules)
+
+    @property
+    def split(self) -> Mapping[str, float]:
+        """How the report's error is split between its families, by these rules."""
+        return self.rulebook.split
+
+    @property
+    def everyone(self) -> tuple[str, ...]:
+        """Every config of the session: the compared ones, the baseline and its A/A copy."""
+        return (*self.compared, *self.reference)
 
     def against_baseline(self, alpha: float) -> float:
         """The per-comparison level of a family of comparisons with the baseline that errs
@@ -205,6 +219,36 @@ class Setup:
         return dict(zip(keys, stats.moderated(found) if self.rulebook.maxt else found, strict=True))
 
 
+def widening(setup: Setup, logs: Rounds, config: str, look: int) -> float:
+    """The variance factor a config's comparison with the baseline, overall, is widened by at
+    `look` (1 under rules before 6)."""
+    if not setup.rulebook.zygotes:
+        return 1.0
+    benches = setup.measured.get(config) or setup.benchmarks
+    return zygote_factor(logs, setup.everyone, config, setup.reference, benches, look)
+
+
+def widened(
+    setup: Setup,
+    logs: Rounds,
+    loc: stats.Location,
+    config: str,
+    reference: Sequence[str],
+    benchmarks: Sequence[str],
+    look: int,
+) -> stats.Location:
+    """A comparison of `config` with `reference` (the mean of its configs; none: a contrast
+    within the config) on `benchmarks` at `look`, its standard error widened by the design
+    effect of the processes one zygote forked (rules 6: zygotes.zygote_factor), and its degrees
+    of freedom shrunk by it (an effective sample size, Kish 1965)."""
+    if not math.isfinite(loc.se) or not setup.rulebook.zygotes:
+        return loc
+    factor = zygote_factor(logs, setup.everyone, config, reference, benchmarks, look)
+    if factor <= 1.0:
+        return loc
+    return replace(loc, se=loc.se * math.sqrt(factor), df=max(1.0, loc.df / factor))
+
+
 def ranking_locations(setup: Setup, logs: Rounds) -> dict[str, stats.Location]:
     """Every config against the baseline, overall, each at its own look: the trimmed mean of
     the per-round log ratios, before moderation."""
@@ -216,16 +260,54 @@ def ranking_locations(setup: Setup, logs: Rounds) -> dict[str, stats.Location]:
     return locations
 
 
-def ranking_estimates(setup: Setup, logs: Rounds, margin: float) -> dict[str, Estimate]:
-    """Every config against the baseline, overall, each at its own look: Dunnett-type levels
-    over the family, variances moderated across the configs."""
-    alpha = setup.against_baseline(SPLIT["ranking"])
-    out = {}
-    for config, loc in setup.moderated(ranking_locations(setup, logs)).items():
-        e = judged(config, OVERALL, loc, setup.level(alpha, config), margin)
+def against_baseline(
+    setup: Setup,
+    logs: Rounds,
+    locations: Mapping[str, stats.Location],
+    benchmarks: Sequence[str] | None,
+    alpha: float,
+    margin: float,
+) -> tuple[dict[str, Estimate], Estimate | None]:
+    """The configs' comparisons with the baseline (`locations`, on `benchmarks`, or overall over
+    each one's measured benchmarks for None), judged together at the per-comparison level of a
+    family that errs with `alpha`: variances moderated across them, widened for zygotes, each
+    at its own look; and the A/A control of the same benchmarks, the copy against the
+    baseline's process alone, in the same family (rules 6: moderated with them, so that it is
+    judged as they are; before: on its own rounds, estimates.aa_control)."""
+    name = OVERALL if benchmarks is None else benchmarks[0]
+    benches = setup.benchmarks if benchmarks is None else benchmarks
+    level = setup.against_baseline(alpha)
+    joint = dict(locations)
+    if setup.aa is not None and setup.rulebook.standard:
+        control = stats.trimmed(aa_rounds(setup, logs, benches, setup.timeline.last))
+        joint[setup.aa] = replace(control, se=control.se * AA_SCALE)  # as exchangeable
+    moderated = setup.moderated(joint)
+    if setup.aa in moderated:
+        control = moderated[setup.aa]
+        moderated[setup.aa] = replace(control, se=control.se / AA_SCALE)
+    out: dict[str, Estimate] = {}
+    for config, raw in moderated.items():
+        own = setup.measured.get(config) or setup.benchmarks
+        reference = (setup.baseline,) if config == setup.aa else setup.reference
+        on = own if benchmarks is None else benches
+        loc = widened(setup, logs, raw, config, reference, on, setup.look_of(config))
+        e = judged(config, name, loc, setup.level(level, config), margin)
         if e is not None:
             out[config] = e
-    return out
+    aa = out.pop(setup.aa) if setup.aa in out else None
+    if setup.aa is not None and not setup.rulebook.standard:
+        aa = aa_control(setup, logs, name, benches, level, margin)
+    return out, aa
+
+
+def ranking_estimates(
+    setup: Setup, logs: Rounds, margin: float
+) -> tuple[dict[str, Estimate], Estimate | None]:
+    """Every config against the baseline, overall, each at its own look: Dunnett-type levels
+    over the family, variances moderated across the configs; and the A/A control overall, as
+    the family judges it (estimates.against_baseline)."""
+    alpha = setup.split["ranking"]
+    return against_baseline(setup, logs, ranking_locations(setup, logs), None, alpha, margin)
 
 
 @dataclass(frozen=True)
@@ -241,15 +323,24 @@ class Pair:
     reach: float
 
 
-def pairs(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) -> list[Pair]:
+def pairs(
+    setup: Setup, logs: Rounds, configs: Sequence[str], round_: int, control: bool = False
+) -> list[Pair]:
     """Every pair of `configs` (the baseline included, as the second of a pair), each judged
     where the earlier of the two stopped, their variances moderated together, each bound at
     the one-sided max-t level of the comparisons with the fastest config (Hsu 1984: only those
     k - 1 can wrongly put it out or wrongly leave a config within the margin of it; correlated
-    at 1/2, the fastest being in each) of SPLIT["selection"], spent over the looks."""
-    alpha = setup.against_best(SPLIT["selection"])
+    at 1/2, the fastest being in each) of the selection's share of alpha, spent over the
+    looks; under rules 6 each widened for zygotes. With `control`, the A/A control (the copy
+    against the baseline's process alone) is judged with them (its pair's x is the copy)."""
+    alpha = setup.against_best(setup.split["selection"])
     locations: dict[tuple[str, str], stats.Location] = {}
     looks: dict[tuple[str, str], int] = {}
+    made: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    if control and setup.aa is not None:
+        key, benches = (setup.aa, setup.baseline), setup.benchmarks
+        locations[key] = stats.trimmed(aa_rounds(setup, logs, benches, round_))
+        looks[key], made[key] = round_, ((setup.baseline,), benches)
     for i, a in enumerate(configs):
         for b in configs[i + 1 :]:
             x, y = (b, a) if a == setup.baseline else (a, b)
@@ -258,9 +349,11 @@ def pairs(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) -> li
             if pair:
                 locations[(x, y)] = stats.trimmed(differences(logs, x, pair[0], pair[1], look))
                 looks[(x, y)] = look
+                made[(x, y)] = pair
     found = []
-    for (x, y), loc in setup.moderated(locations).items():
+    for (x, y), raw in setup.moderated(locations).items():
         look = looks[(x, y)]
+        loc = widened(setup, logs, raw, x, made[(x, y)][0], made[(x, y)][1], look)
         level = setup.timeline.level(alpha, look, one_sided=True)
         if level <= 0.0 or loc.df < 1 or not math.isfinite(loc.se):
             reach = math.inf
@@ -268,6 +361,36 @@ def pairs(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) -> li
             reach = stats.t_ppf(1.0 - level, loc.df) * loc.se
         found.append(Pair(x, y, look, loc.estimate, reach))
     return found
+
+
+@dataclass(frozen=True)
+class Culled:
+    """The pairs of a look and what its A/A control lets them claim (rules 6)."""
+
+    found: list[Pair]
+    beyond: float | None
+    """How far apart, in log, the A/A control judged with the pairs shows two processes of one
+    build can land (its estimate's size and its reach): a config is put out only by a wider
+    gap (infinite while it has no interval; None under earlier rules, or with no A/A copy)."""
+
+    @property
+    def claims(self) -> list[Out]:
+        return claims_of(self.found, self.beyond)
+
+
+def selection(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) -> Culled:
+    """The pairs of `configs` at a look, and what its A/A control, judged with them, lets
+    them claim (rules 6): a config is put out only by a wider gap than two processes of one
+    build can show at that precision, so nothing while the control cannot tell the baseline
+    from itself."""
+    if not setup.rulebook.standard or setup.aa is None:
+        return Culled(pairs(setup, logs, configs, round_), None)
+    found = pairs(setup, logs, configs, round_, control=True)
+    control = next((p for p in found if p.x == setup.aa), None)
+    found = [p for p in found if p.x != setup.aa]
+    if control is None or not math.isfinite(control.reach):
+        return Culled(found, math.inf)
+    return Culled(found, abs(control.estimate) + control.reach)
 
 
 def out_claims(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) -> list[Out]:
@@ -279,11 +402,13 @@ def out_claims(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) 
     return claims_of(pairs(setup, logs, configs, round_))
 
 
-def claims_of(found: Sequence[Pair]) -> list[Out]:
-    """The outs the pairs show (out_claims)."""
+def claims_of(found: Sequence[Pair], beyond: float | None = None) -> list[Out]:
+    """The outs the pairs show (out_claims); with `beyond` (rules 6: how far apart, in log,
+    the A/A control shows two processes of one build can land at the pairs' precision), only
+    those that put a config out by a wider gap than that."""
     claims = []
     for p in found:
-        if not math.isfinite(p.reach):
+        if not math.isfinite(p.reach) or (beyond is not None and abs(p.estimate) <= beyond):
             continue
         if p.estimate + p.reach < 0.0:
             claims.append(
@@ -356,21 +481,30 @@ def aa_rounds(
     return differences(logs, setup.aa, (setup.baseline,), benchmarks, upto)
 
 
-def aa_too_wide(aa: Estimate | None, margin: float) -> bool:
-    """Whether the A/A control's interval reaches beyond AA_SPAN margins either way."""
+def held(aa: Estimate | None, span: float) -> bool:
+    """Rules 6: whether the A/A control cannot tell the baseline from itself yet: its
+    interval reaches beyond ANSWER_SPAN times `span` either way (the margin, or the spread of
+    one process where the machine is noisier), or it has none. The session neither stops nor
+    answers then."""
+    return aa is None or aa_too_wide(aa, span, ANSWER_SPAN)
+
+
+def aa_too_wide(aa: Estimate | None, margin: float, span: float = 0.0) -> bool:
+    """Whether the A/A control's interval reaches beyond `span` (AA_SPAN by default) margins
+    either way."""
     if aa is None or not (aa.low > 0 and math.isfinite(aa.high)):
         return aa is not None
     reach = max(math.log(aa.high), -math.log(aa.low))
-    return reach > AA_SPAN * math.log1p(margin)
+    return reach > (span or AA_SPAN) * math.log1p(margin)
 
 
 def indifference(setup: Setup, spread: float) -> float:
-    """Rules 5: the margin within which a config counts as the fastest, the design's (`resolve`;
-    DEFAULT_MARGIN for a design without one), never below `spread`, the spread of one process
-    this machine surely has (noise_margin's lower bound): a smaller difference is not one it
-    can tell."""
-    wanted = setup.design.resolve if setup.design.resolve is not None else DEFAULT_MARGIN
-    return max(wanted, spread)
+    """The margin within which a config counts as the fastest, the design's (Design.margin):
+    under rules 6 exactly that (noise changes the
+    rounds an answer takes, never its question); under rules 5 never below `spread`, the spread
+    of one process this machine surely has (noise_margin's lower bound)."""
+    wanted = setup.design.margin
+    return wanted if setup.rulebook.standard else max(wanted, spread)
 
 
 def noise_margin(
@@ -397,44 +531,6 @@ def tiers(configs: Sequence[str], claims: Iterable[Out]) -> list[list[str]]:
     out = {c.config for c in claims}
     tiers = [[c for c in configs if c not in out], [c for c in configs if c in out]]
     return [t for t in tiers if t]
-
-
-def final_timeline(
-    results: Results, design: Design, rounds: int
-) -> tuple[Timeline, dict[str, int], list[str]]:
-    """When each comparison of a session is judged, at the end: a fixed design at its one
-    look; a sequential one at the looks it took, a config stopped early at the look that
-    stopped it (put out, or rested), and, when the session ended on its budget or horizon
-    rather than on the data, a last look at the final round that spends what alpha is left."""
-    if not design.sequential:
-        return Timeline((rounds,)), {}, []
-    looks = results.looks or ()
-    taken = [look.round for look in looks]
-    at = {c: look.round for look in looks for c in look.stopped}
-    stop = results.session.stop.reason if results.session.stop else None
-    notes: list[str] = []
-    if stop in ("budget", "max_rounds", "fixed"):
-        if not taken or taken[-1] != rounds:
-            taken.append(rounds)
-        return (
-            Timeline(tuple(taken), design.horizon, spend_rest=True, rules=design.decisions),
-            at,
-            notes,
-        )
-    if stop not in ("resolved", "nothing_runs"):
-        notes.append(
-            "the session has not finished: what it claims so far is what its last look knew"
-            if taken
-            else "the session has not finished and has not looked at its data yet: it makes no "
-            "claims until then"
-        )
-    return Timeline(tuple(taken), design.horizon, rules=design.decisions), at, notes
-
-
-def rested_at(looks: Sequence[model.Look] | None) -> dict[str, int]:
-    """config -> the look it rested at (rules 4: resolved to the target while another leading
-    config was not): from then on it runs no more rounds and is judged there."""
-    return {c: look.round for look in looks or () for c in look.rested}
 
 
 def make_setup(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from tfbuild import stats
 from tfbuild.analysis.estimates import ALPHA
-from tfbuild.analysis.host_report import failures_of
+from tfbuild.analysis.gaps import failures_of
 from tfbuild.analysis.rounds import round_table
 from tfbuild.analysis.sessions import (
     DIFFERENT_LEVELS,

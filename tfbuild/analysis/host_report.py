@@ -3,43 +3,29 @@
 Every claim the report makes is read off one family of simultaneous confidence intervals, so
 that with probability at least 95 % every one of them is true at once:
 
-- A round ran every config in contention once, each in a fresh process, in a shuffled order.
-  A config's level in a round is its mean log throughput over the benchmarks (the log of the
-  geometric mean); the baseline's level is the mean of the baseline's two processes (the
-  baseline and its A/A copy), which halves the noise every comparison carries from it.
+- A round ran every config in contention once, each in its own process, in a shuffled order;
+  a config's level in a round is its (weighted) mean log throughput over the benchmarks, the
+  baseline's the mean of its two processes (the baseline and its A/A copy).
 - Each config is compared with the baseline on the per-round differences of levels (rounds pair
-  them, so drift of the machine cancels): a 10 % trimmed mean (Yuen), so one odd round in ten
-  has no pull, with a t interval from the winsorized variance.
-- The intervals are simultaneous: alpha = 5 % is split between the verdicts against the
-  baseline (2.5 %), the selection of the configs that could be the fastest (1.5 %), the
-  per-benchmark table (0.5 %) and the seed experiments (0.5 %); within each, the max-t level
-  of comparisons that share a config (Dunnett 1955: the configs' comparisons with the baseline
-  correlate at 1/3), each comparison's variance moderated towards what the comparisons judged
-  with it share (Smyth 2004, with guards: stats.moderated); and when the session looked at its
-  data at scheduled rounds to stop configs early (a sequential design), each comparison is
-  judged at the level alpha spending gives its look (Lan-DeMets: Pocock-type for the
-  eliminations, which come early, the power family's t^2 for the intervals, judged when the
-  session stops; see stats.sequential_levels), so the error stays within alpha however many
-  looks were taken and wherever the session stopped. A sequential session is judged by the
-  rules its looks were decided by (results.model.DECISIONS).
-- Verdicts against the baseline, from the interval and the indifference margin: faster or
-  slower when the whole interval lies beyond the margin, equivalent when it lies inside it,
-  undecided otherwise. The margin is the design's (`resolve`, 5 % for a design without one),
-  never below the spread of one process of the same build (the A/A control's robust variance,
-  at its 90 % lower bound; at least 2 %).
-- Which configs could be the fastest: multiple comparisons with the best (Hsu 1984; Gupta's
-  subset selection). A config is out when another one is ahead of it by more than the
-  one-sided bound of their paired per-round difference. Only the comparisons of the others
-  with the truly fastest config can put that one out wrongly, so the family is those k - 1
-  comparisons (correlated at 1/2), not all pairs: the fastest config stays in with
-  probability at least 1 - 1.5 %, at every look together. Outs stop configs during a
-  sequential session (each recorded with its look) and cut the two tiers: could be the
-  fastest, and not.
-- The answer (tfbuild.analysis.answer), at the last look: the same one-sided bounds give each
-  leading config a floor, the lower bound of its throughput over the fastest of the others
-  (Hsu's multiple comparisons with the best); a config whose floor reaches 1 / (1 + margin) is
-  within the margin of the fastest, with the selection family's probability: "Keep the
-  baseline" when the baseline is, else "Use" such a config, else "Inconclusive".
+  them, so drift of the machine cancels): a 10 % trimmed mean (Yuen) with a t interval.
+- The intervals are simultaneous: alpha is split between families (results.rules: the verdicts
+  against the baseline, the selection of the configs that could be the fastest, the
+  per-benchmark table, the seed experiments); within each, the max-t level of comparisons that
+  share a config (Dunnett 1955), variances moderated across the comparisons judged together
+  (Smyth 2004, with guards: stats.moderated), alpha spent over the looks of a sequential
+  session (Lan-DeMets; sequential.sequential_levels), and under rules 6 every interval widened
+  by the resemblance of the processes one zygote forked, as the session's own data estimate it
+  (analysis.zygotes). A sequential session is judged by the rules its looks were decided by.
+- Verdicts against the baseline: faster or slower when the whole interval lies beyond the
+  indifference margin, equivalent when inside it, undecided otherwise.
+- Which configs could be the fastest: multiple comparisons with the best (Hsu 1984); a config
+  is out when another one is ahead of it beyond the one-sided bound of their paired difference,
+  the family the k - 1 comparisons with the truly fastest. Under rules 6 nothing is put out
+  while the A/A control cannot yet tell the baseline from itself.
+- The answer (analysis.answer), at the last look, a comparison with the standard: "Use X" when
+  X is shown faster than the baseline and within the margin of the fastest (its floor), "Keep
+  the baseline" when no config that could be the fastest can be faster by more than the
+  margin, else "Inconclusive".
 
 Fixed-design sessions from the same machine are pooled (rounds stay paired within their
 session); a sequential session is analysed on its own; different machines are reported side by
@@ -55,38 +41,42 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from tfbuild import stats
-from tfbuild.analysis.answer import Answer, Decision, answer, decide
+from tfbuild.analysis.answer import Answer, Decision, answer, confidence, decide
 from tfbuild.analysis.choice import Choice, choice_for
 from tfbuild.analysis.estimates import (
-    MIN_MARGIN,
     OVERALL,
-    SPLIT,
     Estimate,
     Out,
     Setup,
-    aa_control,
-    estimate,
-    final_timeline,
-    indifference,
+    against_baseline,
     judged,
     make_setup,
-    noise_margin,
-    out_claims,
     ranking_estimates,
     resolution,
-    rested_at,
+    selection,
     tiers,
     verdict,
+    widened,
+    widening,
 )
-from tfbuild.analysis.looks import decisions, rest_estimates, take_look
+from tfbuild.analysis.gaps import Gaps, Trouble, failures_of, flagged, gaps_of
+from tfbuild.analysis.looks import decisions, look_decision, rest_estimates, take_look
+from tfbuild.analysis.margins import aa_warnings, margins_of
 from tfbuild.analysis.power import (
     MOST_ROUNDS,
     fixed_decided,
     fixed_equivalent,
 )
-from tfbuild.analysis.rounds import Rounds, differences, raw_samples, round_table
-from tfbuild.analysis.sessions import Session, Timeline
+from tfbuild.analysis.rounds import (
+    Rounds,
+    differences,
+    raw_samples,
+    round_table,
+    zygote_table,
+)
+from tfbuild.analysis.sessions import Session, Timeline, final_timeline, rested_at
 from tfbuild.analysis.software import software_differences
+from tfbuild.analysis.zygotes import Resemblance, resemblance
 from tfbuild.config.suite import CONTRASTS
 from tfbuild.errors import ResultsError
 from tfbuild.machine.profile import HostProfile
@@ -98,37 +88,32 @@ from tfbuild.results.model import FIXED, ConfigEntry, Design, Stop, VariantRecor
 
 
 @dataclass(frozen=True)
-class Trouble:
-    """One line of the report's failures: who failed, and where and why."""
+class ZygoteFigures:
+    """What a forked session's own data say of the resemblance of a zygote's children, on the
+    overall level, and what it did to the intervals."""
 
-    who: str
-    reason: str
+    resemblance: Resemblance | None
+    """None when no zygote has served two processes yet."""
+    widening: float
+    """The most any config's interval against the baseline was widened by (1: not at all; its
+    half-width's factor)."""
+    most: int
+    """The most processes one zygote served."""
+    zygotes: int
+    """Zygotes that served the session's processes."""
 
 
-@dataclass(frozen=True)
-class Gaps:
-    """What a config did not measure: it stays in the report with what it did."""
-
-    rounds: int
-    failed_rounds: int
-    missing: tuple[str, ...]
-    """Benchmarks without any result, so its overall level is over the others."""
-    failed_benchmarks: tuple[str, ...]
-    """Benchmarks that failed in at least one round."""
-
-    @property
-    def clean(self) -> bool:
-        return not (self.failed_rounds or self.missing or self.failed_benchmarks)
-
-    def text(self) -> str:
-        parts = []
-        if self.failed_rounds:
-            parts.append(f"failed in {self.failed_rounds} of {self.rounds} rounds")
-        if self.missing:
-            parts.append(f"no results for {', '.join(self.missing)} (overall over the rest)")
-        if self.failed_benchmarks and set(self.failed_benchmarks) != set(self.missing):
-            parts.append(f"{', '.join(self.failed_benchmarks)} failed in some rounds")
-        return "; ".join(parts)
+def _zygotes(setup: Setup, logs: Rounds, estimates: Mapping[str, Estimate]) -> ZygoteFigures | None:
+    """The session's zygotes and the resemblance of their children, when it forked any."""
+    served: dict[str, int] = defaultdict(int)
+    for key, zygote in logs.zygotes.items():
+        if key[0] in setup.everyone:
+            served[zygote] += 1
+    if not served:
+        return None
+    found = resemblance(logs, setup.everyone, setup.benchmarks, setup.timeline.last)
+    most = max((widening(setup, logs, c, setup.look_of(c)) for c in estimates), default=1.0)
+    return ZygoteFigures(found, math.sqrt(most), max(served.values()), len(served))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,7 +126,11 @@ class HostReport:
     sessions: list[str]
     design: Design
     rules: int
-    """The version of the decision rules the session was judged by (results.model.DECISIONS)."""
+    """The version of the decision rules the session was judged by (results.rules.DECISIONS)."""
+    split: dict[str, float]
+    """How the report's error is split between its families, by those rules."""
+    weights: dict[str, float]
+    """benchmark -> its weight in the overall level, where it is not 1 (`compare --weight`)."""
     baseline: str
     benchmarks: list[str]
     units: dict[str, str]
@@ -200,6 +189,8 @@ class HostReport:
     """What the user's own model was (`--workload`), when the sessions measured one."""
     forked: bool = False
     """The sessions forked each process from a zygote of its config (`--processes forked`)."""
+    zygotes: ZygoteFigures | None = None
+    """What a forked session's own data say of its zygotes (None for fresh processes)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -229,107 +220,15 @@ def _setup(sessions: Sequence[Session], logs: Rounds, design: Design, rounds: in
     return make_setup(first, keys, logs, design, aa, timeline, at)
 
 
-def _aa_estimates(
-    setup: Setup, logs: Rounds, given: float | None
-) -> tuple[dict[str, Estimate], dict[str, float], dict[str, float], str, list[str]]:
-    """The A/A check (the copy against the baseline process alone) per benchmark and overall,
-    and the margins: the indifference margin (`given`, else the design's: estimates.
-    indifference), never below the robust spread of one process, sd(A - A') / sqrt(2)."""
-    spreads = {b: MIN_MARGIN for b in [*setup.benchmarks, OVERALL]}
-    warnings = []
-    aa: dict[str, Estimate] = {}
-    if setup.aa is None:
-        warnings.append(
-            "no A/A control in these results: the spread of one process of this machine is "
-            "unknown, so the margin is not held above it"
-        )
-    else:
-        for bench in [OVERALL, *setup.benchmarks]:
-            benches = setup.benchmarks if bench == OVERALL else (bench,)
-            spreads[bench] = noise_margin(setup, logs, benches, setup.timeline.last, True)
-    margins = {
-        b: given if given is not None else indifference(setup, spread)
-        for b, spread in spreads.items()
-    }
-    if given is not None:
-        source = f"{given:.1%} (given with --margin)"
-    else:
-        wanted = "the design's" if setup.design.resolve is not None else "the default"
-        source = (
-            f"{margins[OVERALL]:.1%}: a config within it of the fastest counts as the fastest "
-            f"({wanted}, never below the spread of one process of the same build"
-            + (f", at least {spreads[OVERALL]:.1%} here by the A/A control)" if setup.aa else ")")
-        )
-    if setup.aa is None:
-        return aa, spreads, margins, source, warnings
-    ranking_alpha = setup.against_baseline(SPLIT["ranking"])
-    bench_alpha = setup.against_baseline(SPLIT["benchmarks"] / max(1, len(setup.benchmarks)))
-    for bench in [OVERALL, *setup.benchmarks]:
-        benches = setup.benchmarks if bench == OVERALL else (bench,)
-        alpha = ranking_alpha if bench == OVERALL else bench_alpha
-        e = aa_control(setup, logs, bench, benches, alpha, margins[bench])
-        if e is None:
-            continue
-        aa[bench] = e
-        if not e.low <= 1.0 <= e.high:
-            where = "overall" if bench == OVERALL else f"on {bench}"
-            warnings.append(
-                f"the A/A control (the baseline against its own copy) is {e.ratio:.3f}x "
-                f"[{e.low:.3f}, {e.high:.3f}] {where}: this machine showed one build unlike "
-                "itself; rerun it on a quieter machine"
-            )
-    return aa, spreads, margins, source, warnings
-
-
-def _flags(sessions: Sequence[Session], setup: Setup) -> dict[str, Gaps]:
-    rounds: dict[str, int] = defaultdict(int)
-    failed: dict[str, int] = defaultdict(int)
-    bench_failed: dict[str, set[str]] = defaultdict(set)
-    for s in sessions:
-        for run in s.results.runs:
-            rounds[run.config] += 1
-            if run.failure is not None:
-                failed[run.config] += 1
-            for bench, entry in run.benchmarks.items():
-                if entry.error is not None:
-                    bench_failed[run.config].add(bench)
-    return {
-        c: Gaps(
-            rounds=rounds[c],
-            failed_rounds=failed[c],
-            missing=tuple(b for b in setup.benchmarks if b not in setup.measured.get(c, ())),
-            failed_benchmarks=tuple(sorted(bench_failed[c])),
-        )
-        for c in [*setup.compared, setup.baseline]
-        if rounds[c]
-    }
-
-
-def failures_of(sessions: Sequence[Session]) -> list[Trouble]:
-    """Every failure the sessions recorded: variants that could not be measured, runs that
-    failed and benchmarks that raised, each with who and why."""
-    failures = []
-    for s in sessions:
-        for f in s.results.failures:
-            failures.append(Trouble(", ".join(f.configs) or f.variant, f"{f.stage}: {f.reason}"))
-        for run in s.results.runs:
-            if run.failure is not None:
-                failures.append(Trouble(run.config, f"round {run.round + 1}: {run.failure.reason}"))
-            for bench, entry in run.benchmarks.items():
-                if entry.error is not None:
-                    failures.append(
-                        Trouble(f"{run.config} {bench}", f"round {run.round + 1}: {entry.error}")
-                    )
-    return failures
-
-
 def _per_benchmark(
     setup: Setup, logs: Rounds, margins: Mapping[str, float]
-) -> dict[tuple[str, str], Estimate]:
+) -> tuple[dict[tuple[str, str], Estimate], dict[str, Estimate]]:
     """Every config against the baseline on each benchmark: Dunnett-type levels within a
-    benchmark, Bonferroni across them, variances moderated across the configs."""
-    alpha = setup.against_baseline(SPLIT["benchmarks"] / max(1, len(setup.benchmarks)))
-    out = {}
+    benchmark, Bonferroni across them, variances moderated across the configs; and each
+    benchmark's A/A control, judged with them."""
+    alpha = setup.split["benchmarks"] / max(1, len(setup.benchmarks))
+    out: dict[tuple[str, str], Estimate] = {}
+    aa: dict[str, Estimate] = {}
     for bench in setup.benchmarks:
         locations = {
             config: stats.trimmed(
@@ -338,23 +237,28 @@ def _per_benchmark(
             for config in setup.compared
             if bench in setup.measured[config]
         }
-        for config, loc in setup.moderated(locations).items():
-            e = judged(config, bench, loc, setup.level(alpha, config), margins[bench])
-            if e is not None:
-                out[(config, bench)] = e
-    return out
+        found, control = against_baseline(setup, logs, locations, (bench,), alpha, margins[bench])
+        out.update({(config, bench): e for config, e in found.items()})
+        if control is not None:
+            aa[bench] = control
+    return out, aa
 
 
 def _contrasts(logs: Rounds, config: str, setup: Setup, margin: float) -> list[Estimate]:
-    """Within one config, each seed experiment's pair of benchmarks, paired by round."""
-    alpha = SPLIT["experiments"] / len(CONTRASTS)
+    """Within one config, each seed experiment's pair of benchmarks, paired by round (under
+    rules 6 widened for zygotes as the noisier of the two benchmarks' levels would be)."""
+    alpha = setup.split["experiments"] / len(CONTRASTS)
     look = setup.look_of(config)
     out = []
     for contrast in CONTRASTS:
         mine = logs.get((config, contrast.faster_if))
         theirs = logs.get((config, contrast.than))
         d = [mine[k] - theirs[k] for k in sorted(set(mine) & set(theirs)) if k[1] < look]
-        e = estimate(config, contrast.name, d, setup.level(alpha, config), margin)
+        loc = stats.trimmed(d)
+        for bench in (contrast.faster_if, contrast.than):
+            wider = widened(setup, logs, loc, config, (), (bench,), look)
+            loc = wider if wider.se > loc.se else loc
+        e = judged(config, contrast.name, loc, setup.level(alpha, config), margin)
         if e is not None:
             out.append(e)
     return out
@@ -394,6 +298,14 @@ def _replay(
                 f"look after round {look.round}: recorded within the margin "
                 f"{sorted(look.certified)}, the data give {sorted(replayed.certified)}"
             )
+        named = None
+        if setup.rulebook.standard:
+            named = look_decision(at_look, replayed, flagged(sessions, at_look, look.round)).config
+        if named != look.answer:
+            problems.append(
+                f"look after round {look.round}: recorded answer {look.answer}, the data give "
+                f"{named}"
+            )
     return recorded, claims, problems
 
 
@@ -421,10 +333,15 @@ def _running_at_end(first: model.Results, setup: Setup, design: Design) -> list[
 
 
 def analyse_host(
-    sessions: Sequence[Session], margin: float | None = None, *, power: bool = False
+    sessions: Sequence[Session],
+    margin: float | None = None,
+    *,
+    power: bool = False,
+    weights: Mapping[str, float] | None = None,
 ) -> HostReport:
     """The report for sessions of one machine (one sequential session, or pooled fixed ones).
-    `margin` overrides the practical margin the A/A control gives. `power` runs the planners
+    `margin` overrides the design's indifference margin; `weights` weigh the benchmarks in the
+    overall level (benchmark -> weight, 1 for those not named). `power` runs the planners
     (tfbuild.analysis.power, hundreds of simulated sessions each): the fixed design a
     sequential session is worth (HostReport.fixed_equivalent) and the budget that would settle
     an inconclusive answer (Answer.settle). A report to be read asks for them; without them
@@ -432,7 +349,7 @@ def analyse_host(
     first = sessions[0].results
     design = sessions[0].design if len(sessions) == 1 else FIXED
     table = round_table(sessions)
-    logs = Rounds(table)
+    logs = Rounds(table, zygote_table(sessions), weights)
     rounds = max((len(v) for v in table.values()), default=0)
     if design.sequential:
         rounds = len(first.order or ())
@@ -445,8 +362,12 @@ def analyse_host(
         for name, v in (s.results.variants or {}).items():
             if v.status == "ready" or name not in variants:
                 variants[name] = v
-    aa, spreads, margins, margin_source, warnings = _aa_estimates(setup, logs, margin)
-    estimates = ranking_estimates(setup, logs, margins[OVERALL])
+    spreads, margins, margin_source, warnings = margins_of(setup, logs, margin)
+    estimates, control = ranking_estimates(setup, logs, margins[OVERALL])
+    per_benchmark, aa = _per_benchmark(setup, logs, margins)
+    if control is not None:
+        aa = {OVERALL: control, **aa}
+    warnings += aa_warnings(aa)
     if design.sequential:  # a rested config (rules 4) is judged as the look it rested at did
         for config, rested in rest_estimates(first.looks).items():
             if config in estimates:
@@ -458,14 +379,14 @@ def analyse_host(
                     high=rested.high,
                     verdict=verdict(low, high, margins[OVERALL]),
                 )
-    looks, claims, replay = _replay(sessions, setup, logs)
+    # the looks replay on the level the session was decided on (unweighted)
+    recorded_logs = Rounds(table, zygote_table(sessions)) if weights else logs
+    looks, claims, replay = _replay(sessions, setup, recorded_logs)
     warnings += final_timeline(first, design, rounds)[2]
     # The outs at the recorded looks, and among the configs that ran to the end a last
     # selection after the final round (a pair is judged where the earlier of the two stopped).
-    claims = [
-        *claims,
-        *out_claims(setup, logs, [*estimates, setup.baseline], setup.timeline.last),
-    ]
+    # Under rules 6 nothing is put out while the A/A control cannot tell the baseline from itself.
+    claims += selection(setup, logs, [*estimates, setup.baseline], setup.timeline.last).claims
     has_baseline = any((setup.baseline, b) in table for b in setup.benchmarks)
     if not has_baseline:
         warnings.append(
@@ -494,21 +415,33 @@ def analyse_host(
         n = fixed_equivalent(setup, logs, leading_others, achieved)
         fixed = None if n is None else (n, n * per_round)
     warnings += software_differences(variants)
-    flags = _flags(sessions, setup)
+    flags = gaps_of(sessions, setup)
     for config, f in flags.items():
         if not f.clean:
             warnings.append(f"{config}: {f.text()}; it is ranked on what it measured")
+    # The answer is the last look's, as the session would take it there (a sequential one
+    # that stopped on its answer: the very look it stopped at); a config that did not measure
+    # everything in every round is never the one to use.
     final = take_look(setup, logs, _running_at_end(first, setup, design), setup.timeline.last)
-    # A config that did not measure everything in every round is never the one to use.
+    missed = {c: f.text() for c, f in flags.items() if not f.clean}
     decision = decide(
         final.floors if has_baseline else {},
         margins[OVERALL],
         setup.baseline,
-        by_config,
-        aa.get(OVERALL),
+        final.estimates,
+        [c for c in final.leading if c != setup.baseline],
+        final.aa,
         rounds,
-        {c: f.text() for c, f in flags.items() if not f.clean},
+        missed,
+        held=final.gated,
     )
+    stopped = first.session.stop
+    recorded = looks[-1].answer if looks and stopped and stopped.reason == "resolved" else None
+    if recorded is not None and recorded != decision.config:
+        replay.append(
+            f"the session stopped on the answer {recorded}; its report answers "
+            f"{decision.config or 'nothing'} ({decision.why or decision.kind})"
+        )
     candidates = [c for c in decision.floors if c != setup.baseline]
 
     def settle_plan(margin: float) -> tuple[int, int] | None:
@@ -519,7 +452,17 @@ def analyse_host(
     benchmark_s = _benchmark_seconds(sessions)
     seconds = benchmark_s / processes if benchmark_s and processes else None
     plan = settle_plan if power else None
-    said = answer(decision, ranking, setup.baseline, plan, seconds, MOST_ROUNDS)
+    chosen = {b: e for (c, b), e in per_benchmark.items() if c == decision.config}
+    said = answer(
+        decision,
+        ranking,
+        setup.baseline,
+        plan,
+        seconds,
+        MOST_ROUNDS,
+        confidence(setup.split),
+        chosen,
+    )
     choice = None
     if has_baseline:
         left_out = {  # leading, but it did not measure everything
@@ -534,11 +477,14 @@ def analyse_host(
         sessions=[str(s.path) for s in sessions],
         design=design,
         rules=setup.rules,
+        split=dict(setup.split),
+        weights={b: w for b, w in (weights or {}).items() if b in setup.benchmarks},
         baseline=setup.baseline,
         benchmarks=list(setup.benchmarks),
         units=dict(first.suite.units),
         workload=first.suite.workload.describe() if first.suite.workload else None,
         forked=first.suite.processes == "forked",
+        zygotes=_zygotes(setup, logs, estimates),
         rounds=rounds,
         margins=margins,
         spreads=spreads,
@@ -547,10 +493,7 @@ def analyse_host(
         warnings=warnings,
         decision=decision,
         answer=said,
-        estimates={
-            **{(c, OVERALL): e for c, e in estimates.items()},
-            **_per_benchmark(setup, logs, margins),
-        },
+        estimates={**{(c, OVERALL): e for c, e in estimates.items()}, **per_benchmark},
         ranking=ranking,
         tiers=tier_list,
         out=claims,
@@ -576,11 +519,15 @@ def analyse_host(
 
 
 def analyse(
-    sessions: Sequence[Session], margin: float | None = None, *, power: bool = False
+    sessions: Sequence[Session],
+    margin: float | None = None,
+    *,
+    power: bool = False,
+    weights: Mapping[str, float] | None = None,
 ) -> list[HostReport]:
-    """One report per machine; a sequential session is reported on its own. `margin` and
-    `power` as analyse_host's."""
+    """One report per machine; a sequential session is reported on its own. `margin`,
+    `power` and `weights` as analyse_host's."""
     groups: dict[tuple[str, str], list[Session]] = defaultdict(list)
     for s in sessions:
         groups[(s.host_key, s.id if s.design.sequential else "")].append(s)
-    return [analyse_host(group, margin, power=power) for group in groups.values()]
+    return [analyse_host(group, margin, power=power, weights=weights) for group in groups.values()]

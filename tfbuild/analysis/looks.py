@@ -5,32 +5,32 @@ resolved). The bench session is handed SequentialLooks and records what each loo
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from tfbuild.analysis.answer import Decision, decide
 from tfbuild.analysis.estimates import (
-    OVERALL,
-    SPLIT,
     Estimate,
     Out,
     Pair,
     Setup,
-    aa_control,
     aa_too_wide,
     claims_of,
     floors,
+    held,
     indifference,
     leading,
     make_setup,
     noise_margin,
-    pairs,
     ranking_estimates,
     resolution,
-    rested_at,
+    selection,
 )
+from tfbuild.analysis.gaps import flagged
 from tfbuild.analysis.power import rounds_left
 from tfbuild.analysis.rounds import Rounds
-from tfbuild.analysis.sessions import Timeline
+from tfbuild.analysis.sessions import Session, Timeline, rested_at
 from tfbuild.results import model
 from tfbuild.results.model import Results
 
@@ -50,13 +50,17 @@ class Findings:
     0 when the baseline alone leads."""
     margin: float
     """The practical margin of the verdicts: the spread of one process (rules 1-4), or the
-    indifference margin (rules 5: the design's, never below that spread)."""
+    indifference margin (rules 5: the design's, never below that spread; rules 6: the
+    design's)."""
     aa: Estimate | None = None
     """The A/A control overall, as the report judges it when the session stops here."""
     floors: dict[str, float] = field(default_factory=dict)
     """Each leading config that measured the whole suite: its lower bound of its throughput over
     the fastest other such config (estimates.floors); at or above 1 / (1 + margin), it is within
     the margin of the fastest of them."""
+    gated: bool = False
+    """Rules 6: nothing is put out at this look, the A/A control being wider than the span the
+    answer allows."""
 
     @property
     def certified(self) -> list[str]:
@@ -64,29 +68,35 @@ class Findings:
         return model.within_margin(self.floors, self.margin)
 
 
-def candidates(found: Sequence[Pair], whole: Sequence[str]) -> dict[str, float]:
+def candidates(
+    found: Sequence[Pair], whole: Sequence[str], beyond: float | None = None
+) -> dict[str, float]:
     """The floors of the configs that can be the answer: those that measured the whole suite
     and that no other such config puts out (a config that skipped a benchmark puts out
-    nothing here: which of the whole ones is fastest is the question)."""
+    nothing here: which of the whole ones is fastest is the question; `beyond` as
+    estimates.claims_of's)."""
     among = [p for p in found if p.x in whole and p.y in whole]
-    return floors(among, leading(whole, claims_of(among)))
+    return floors(among, leading(whole, claims_of(among, beyond)))
 
 
 def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) -> Findings:
     """What a sequential session knows at its look after `round_` rounds: the intervals of the
     configs still running, which cannot be the fastest, the leading tier, its resolution and
     how close each leading config is known to be to the fastest. `setup` holds the looks
-    scheduled up to this one."""
+    scheduled up to this one. Under rules 6 a config is put out only by a wider gap than the
+    A/A control, judged with the pairs, shows two processes of one build can land apart
+    (estimates.selection), and the look is held (no stop, no answer) while the A/A control
+    cannot tell the baseline from itself (estimates.held)."""
+    spread = noise_margin(setup, logs, setup.benchmarks, round_, True)
     if setup.rulebook.answer_decides:
-        margin = indifference(setup, noise_margin(setup, logs, setup.benchmarks, round_, True))
+        margin = indifference(setup, spread)
     else:
         margin = noise_margin(setup, logs, setup.benchmarks, upto=round_)
-    estimates = ranking_estimates(setup, logs, margin)
+    estimates, aa = ranking_estimates(setup, logs, margin)
     running = [c for c in active if c in estimates or c == setup.baseline]
-    found = pairs(setup, logs, running, round_)
-    claims = claims_of(found)
+    chosen = selection(setup, logs, running, round_)
+    claims = chosen.claims
     lead = leading(running, claims)
-    alpha = setup.against_baseline(SPLIT["ranking"])
     return Findings(
         round=round_,
         active=list(active),
@@ -95,9 +105,23 @@ def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) ->
         leading=lead,
         resolution=resolution([c for c in lead if c != setup.baseline], estimates),
         margin=margin,
-        aa=aa_control(setup, logs, OVERALL, setup.benchmarks, alpha, margin),
-        floors=candidates(found, [c for c in running if setup.whole(c)]),
+        aa=aa,
+        floors=candidates(chosen.found, [c for c in running if setup.whole(c)], chosen.beyond),
+        gated=setup.rulebook.standard and setup.aa is not None and held(aa, max(margin, spread)),
     )
+
+
+def look_decision(
+    setup: Setup, look: Findings, flagged: Mapping[str, str] | None = None
+) -> Decision:
+    """Rules 6: what the answer is at a look (analysis.answer.decide, on the configs that could
+    still be the fastest; `flagged`: those that failed a round or a benchmark, never the one to
+    use), the A/A control's gate included."""
+    contenders = [c for c in look.leading if c != setup.baseline]
+    return decide(
+        look.floors, look.margin, setup.baseline, look.estimates, contenders, look.aa,
+        look.round, flagged or {}, held=look.gated,
+    )  # fmt: skip
 
 
 def compared(results: Results) -> list[str]:
@@ -130,8 +154,9 @@ class SequentialLooks:
         self, results: Results, active: Sequence[str], round_: int, elapsed: float
     ) -> model.Look:
         design = results.design
+        forked = results.suite.processes == "forked"
         for run in results.runs[self.seen :]:
-            self.rounds.add(results.id, run)
+            self.rounds.add(results.id, run, forked)
         self.seen = len(results.runs)
         baseline, aa = results.baseline.config, results.baseline.aa_config
         looks = tuple(n for n in design.schedule if n <= round_)
@@ -148,9 +173,14 @@ class SequentialLooks:
         judged = dict(look.estimates)  # the configs', and the A/A control's under its key
         if aa and look.aa:
             judged[aa] = look.aa
+        named = None
+        if setup.rulebook.standard:
+            missed = flagged([Session(Path(results.id), results)], setup, round_)
+            named = look_decision(setup, look, missed).config
         left: int | None = None
         if setup.rulebook.answer_decides:  # the ETA of a session still deciding its answer
-            waiting = not look.certified or not fit
+            decided = named is not None if setup.rulebook.standard else bool(look.certified)
+            waiting = not decided or not fit
             if self.forecast and waiting:
                 lead = [c for c in look.floors if c != baseline]  # the candidates
                 left = rounds_left(setup, self.rounds, lead, look.margin)
@@ -181,19 +211,25 @@ class SequentialLooks:
             floors={c: f if math.isfinite(f) else None for c, f in look.floors.items()}
             if setup.rulebook.answer_decides
             else {},
+            answer=named,
+            held=look.gated,
         )
 
 
 def aa_fits(setup: Setup, look: Findings) -> bool:
     """Whether the A/A control lets a session stop on its data at this look: when its interval
     lies within AA_SPAN margins (rules 3 and 4: a report could answer; rules 5: a bias of the
-    machine that large would have shown), and under rules 5 when it does not show the baseline
-    unlike its own copy (its interval holds 1)."""
+    machine that large would have shown; rules 6: when it can tell the baseline from itself,
+    its interval within ANSWER_SPAN times the margin or a process's spread, estimates.held),
+    and from rules 5 on when it does not show the baseline unlike its own copy (its interval
+    holds 1)."""
     if setup.rulebook.aa_gate:
         return not aa_too_wide(look.aa, look.margin)
     if not setup.rulebook.answer_decides:
         return True
     holds = look.aa is None or look.aa.low <= 1.0 <= look.aa.high
+    if setup.rulebook.standard:  # and it can tell the baseline from itself
+        return holds and not look.gated
     return holds and not aa_too_wide(look.aa, look.margin)
 
 

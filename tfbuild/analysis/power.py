@@ -20,14 +20,16 @@ import numpy as np
 from tfbuild import stats
 from tfbuild.analysis.estimates import (
     AA_SPAN,
+    ANSWER_SPAN,
     BASELINE_RHO,
     MIN_MARGIN,
-    SPLIT,
     Setup,
     aa_rounds,
+    widening,
 )
 from tfbuild.analysis.rounds import Rounds, differences
 from tfbuild.analysis.sessions import Timeline
+from tfbuild.analysis.zygotes import zygote_factor
 
 PLAN_DRAWS = 250
 RESOLVED = 0.5
@@ -80,11 +82,16 @@ def control_fit(
     looks: Sequence[tuple[int, float]],
     seed: int = 1,
     draws: int = PLAN_DRAWS,
+    span: float = AA_SPAN,
+    margin: float = 0.0,
+    widen: float = 1.0,
 ) -> Iterator[np.ndarray]:
     """For each of `looks` (`more` rounds from now, its two-sided level), over simulated
     continuations of the A/A control (its rounds so far, new ones drawn at its variance):
-    whether its interval, as the report draws it, lies within AA_SPAN margins, the margin
-    estimated from the control itself as the report does (never below MIN_MARGIN)."""
+    whether its interval, as the report draws it (its standard error widened by sqrt(`widen`)
+    for zygotes), lies within `span` times the margin: `margin`, or the spread of one process
+    estimated from the control itself as the report does (never below MIN_MARGIN), whichever is
+    larger (rules 3 and 4: AA_SPAN times that spread; rules 6: ANSWER_SPAN times the larger)."""
     if not looks:
         return
     rng = np.random.default_rng(seed)
@@ -100,11 +107,11 @@ def control_fit(
         if level <= 0.0 or h < 2:
             yield np.zeros(draws, dtype=bool)
             continue
-        se = np.sqrt(spread * n) / h
+        se = np.sqrt(spread * n * widen) / h
         reach = np.abs(mean) + _t_quantile(1.0 - level / 2.0, np.full(draws, h - 1.0)) * se
         robust = np.sqrt(spread / stats.winsor_factor(math.floor(stats.TRIM * n) / n))
-        margin = np.maximum(MIN_MARGIN, np.expm1(robust / math.sqrt(2.0)))
-        yield reach <= AA_SPAN * np.log1p(margin)
+        noise = np.maximum(MIN_MARGIN, np.expm1(robust / math.sqrt(2.0)))
+        yield reach <= span * np.log1p(np.maximum(margin, noise))
 
 
 def _variances(
@@ -146,6 +153,7 @@ def resolved(
     target: float,
     seed: int = 0,
     draws: int = PLAN_DRAWS,
+    widen: float = 1.0,
 ) -> Iterator[np.ndarray]:
     """For each of `looks` (`more` rounds from now, its two-sided level), over simulated
     sessions: whether every leader's interval reaches ±target there. A leader keeps its rounds
@@ -154,7 +162,8 @@ def resolved(
     variance. The other configs of the session, whose variances moderate with the leaders',
     are drawn the same way at variances drawn from the prior: with the rounds the session gave
     them (a session that goes on: they were put out), or with `more` rounds too (a new
-    session). Yields each look's result in turn, so a caller can stop early."""
+    session). Yields each look's result in turn, so a caller can stop early. Every standard
+    error is widened by sqrt(`widen`), as the session's zygotes widen its own."""
     if not leaders:
         yield from (np.ones(draws, dtype=bool) for _ in looks)
         return
@@ -200,7 +209,7 @@ def resolved(
         pooled, df = _moderated(np.concatenate(spreads, axis=1), np.array(dfs))
         n_, h_ = (np.array(x, dtype=float) for x in zip(*sizes, strict=True))
         leads = len(sizes)
-        se = np.sqrt(pooled[:, :leads] * n_) / h_
+        se = np.sqrt(pooled[:, :leads] * n_ * widen) / h_
         ok = np.expm1(_t_quantile(1.0 - level / 2.0, df[:, :leads]) * se) <= target
         yield ok.all(axis=1)
 
@@ -223,14 +232,15 @@ def rounds_to_resolve(
 
 
 def fixed_rounds(
-    forecast: Forecast, leaders: Sequence[Leader], target: float, level: float
+    forecast: Forecast, leaders: Sequence[Leader], target: float, level: float, widen: float = 1.0
 ) -> int | None:
     """The fewest rounds a fixed design (every config every round, one look at `level`) needs
     for at least half of the sessions like this one to have every leader's interval within
     ±target; None beyond MOST_ROUNDS."""
 
     def enough(n: int) -> bool:
-        (share,) = (float(r.mean()) for r in resolved(forecast, leaders, [(n, level)], target))
+        shares = resolved(forecast, leaders, [(n, level)], target, widen=widen)
+        (share,) = (float(r.mean()) for r in shares)
         return share >= RESOLVED
 
     return _fewest(enough)
@@ -251,7 +261,12 @@ def _fewest(enough: Callable[[int], bool]) -> int | None:
 
 
 def forecast_of(
-    setup: Setup, logs: Rounds, lead: Iterable[str], going_on: bool, bound: int
+    setup: Setup,
+    logs: Rounds,
+    lead: Iterable[str],
+    going_on: bool,
+    bound: int,
+    uncertain: bool = False,
 ) -> tuple[Forecast, list[Leader]] | None:
     """What the planners draw from, and the leading configs as they take them. The variances
     are the rounds' sample variances (the shape carries the tails). A leader's new rounds are
@@ -263,7 +278,8 @@ def forecast_of(
     (stats.GENEROUS), because its leaders' estimates come from few rounds and a tier's forecast
     is decided by its noisiest-looking member (at the point estimate, forecasts came late on
     replayed sessions); the figure made when a session is over, whose leaders ran its most
-    rounds, at the point estimate."""
+    rounds, at the point estimate. With `uncertain`, each leader's variance carries the degrees
+    of freedom it is known with (else it is taken as known)."""
     rounds = {}
     for config in setup.compared:
         benches = setup.measured.get(config) or setup.benchmarks
@@ -300,8 +316,20 @@ def forecast_of(
         d = rounds[config].size - 1.0
         return (prior.df * prior.s2 + d * variances[config]) / (prior.df + d)
 
+    pooled = sum(d.size - 1.0 for d in rounds.values())
+
+    def known(config: str) -> float:
+        """The degrees of freedom a leader's variance is known with: its own and the prior's
+        (all the configs' together, where they are alike)."""
+        d = rounds[config].size - 1.0
+        return d + (prior.df if math.isfinite(prior.df) else pooled - d)
+
     leaders = [
-        Leader(variance(c), math.inf, tuple(float(x) for x in rounds[c]) if going_on else ())
+        Leader(
+            variance(c),
+            known(c) if uncertain else math.inf,
+            tuple(float(x) for x in rounds[c]) if going_on else (),
+        )
         for c in lead
         if c in rounds
     ]
@@ -310,51 +338,88 @@ def forecast_of(
 
 def decided(
     leaders: Sequence[Leader],
-    looks: Sequence[tuple[int, float]],
+    looks: Sequence[tuple[int, float, float]],
     margin: float,
     seed: int = 0,
     draws: int = PLAN_DRAWS,
     fresh: bool = False,
+    widen: float = 1.0,
+    standard: bool = True,
 ) -> Iterator[np.ndarray]:
-    """Rules 5: for each of `looks` (`more` rounds from now, the one-sided level of the
-    selection family there), over simulated continuations: whether the answer is decided there,
-    some leader or the baseline known within `margin` of the fastest of them (their floors,
-    estimates.floors, from the trimmed means of the paired rounds). A leader's new rounds
+    """For each of `looks` (`more` rounds from now, the one-sided level of the selection family
+    there, the two-sided level of the intervals against the baseline), over simulated
+    continuations: whether the answer is decided there (analysis.answer.decide): every
+    leader's upper bound against the baseline within `margin` (keep), or a leader shown faster
+    than the baseline and known within `margin` of the fastest of them and the baseline (its
+    floor, estimates.floors, from the trimmed means of the paired rounds). A leader's new rounds
     against the baseline are drawn about its mean so far at its variance, correlated across
     the leaders at BASELINE_RHO (the baseline's noise is in each of them); they follow its
-    rounds so far, or with `fresh` stand alone (a new session of `more` rounds)."""
+    rounds so far, or with `fresh` stand alone (a new session of `more` rounds). Every
+    standard error is widened by sqrt(`widen`), as the session's zygotes widen its own. Without
+    `standard` (rules 5): decided when any of them, the baseline included, is known within the
+    margin of the fastest; with it, the leaders' estimates are first shrunk towards their mean
+    (`_shrunk`)."""
     if not looks:
         return
     rng = np.random.default_rng(seed)
-    most = max(more for more, _ in looks)
+    most = max(more for more, _, _ in looks)
     shared = rng.standard_normal((draws, 1, most))
     series = []
-    for leader in leaders:
+    centers = _shrunk(leaders, widen) if standard else None
+    known = min((x.df for x in leaders), default=math.inf)  # their variances, known together
+    factor = _variances(rng, 1.0, known, (draws, 1))
+    for k, leader in enumerate(leaders):
         observed = np.asarray(leader.values, dtype=float)
         center = stats.trimmed(leader.values).estimate if observed.size else 0.0
+        if centers is not None:
+            center = centers[k]
         own = rng.standard_normal((draws, most))
         noise = math.sqrt(BASELINE_RHO) * shared[:, 0] + math.sqrt(1 - BASELINE_RHO) * own
-        new = center + noise * math.sqrt(leader.variance)
+        new = center + noise * np.sqrt(leader.variance * factor)
         kept = observed[:0] if fresh else observed
         series.append(np.concatenate([np.broadcast_to(kept, (draws, kept.size)), new], 1))
-    bound = -math.log1p(margin)
-    for more, level in looks:
+    bound, scale = math.log1p(margin), math.sqrt(widen)
+    for more, level, two_sided in looks:
         columns = [values[:, : values.shape[1] - most + more] for values in series]
         if level <= 0.0 or min((c.shape[1] for c in columns), default=0) < 2:
             yield np.zeros(draws, dtype=bool)
             continue
         # every pair at once: the leaders, then the baseline (whose ratio to itself is 0)
         values = np.stack([*columns, np.zeros_like(columns[0])], axis=1)
+        n = values.shape[2]
         first, second = np.triu_indices(values.shape[1], k=1)
         mean, spread, h = stats.trimmed_along(values[:, first] - values[:, second])
-        reach = (
-            _t_quantile(1.0 - level, np.array([h - 1.0]))[0] * np.sqrt(spread * values.shape[2]) / h
-        )
+        t = _t_quantile(1.0 - level, np.array([h - 1.0]))[0]
+        reach = t * scale * np.sqrt(spread * n) / h
         low = np.full((draws, values.shape[1], values.shape[1]), np.inf)
         low[:, first, second] = mean - reach
         low[:, second, first] = -mean - reach
-        known: np.ndarray = np.asarray((low.min(axis=2) >= bound).any(axis=1))
-        yield known
+        if not standard:
+            yield np.asarray((low.min(axis=2) >= -bound).any(axis=1))
+            continue
+        floor = low.min(axis=2)[:, :-1]  # each leader's; the baseline's is not an answer
+        centre, own_spread, _ = stats.trimmed_along(values[:, :-1])
+        half = _t_quantile(1.0 - two_sided / 2.0, np.array([h - 1.0]))[0] * scale
+        half = half * np.sqrt(own_spread * n) / h
+        keep = (centre + half <= bound).all(axis=1)
+        use = ((centre - half > 0.0) & (floor >= -bound)).any(axis=1)
+        yield np.asarray(keep | use)
+
+
+def _shrunk(leaders: Sequence[Leader], widen: float) -> list[float]:
+    """The leaders' estimates against the baseline, each pulled towards the baseline by what
+    their noise explains of how far from it they are (empirical Bayes about 0: tau^2 = their
+    mean square less their mean squared standard error): from a few rounds, configs as fast as
+    the baseline look apart from it (all of them together, where the baseline's own first
+    rounds were slow or fast), and a forecast that took each estimate as its truth would see
+    answers coming that the configs cannot give."""
+    centers = [stats.trimmed(x.values).estimate if x.values else 0.0 for x in leaders]
+    if not all(x.values for x in leaders):
+        return centers
+    errors = [x.variance * widen / len(x.values) for x in leaders]
+    tau2 = max(0.0, statistics.fmean(c * c for c in centers) - statistics.fmean(errors))
+    return [c * tau2 / (tau2 + e) if tau2 + e > 0 else 0.0
+            for c, e in zip(centers, errors, strict=True)]  # fmt: skip
 
 
 def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) -> int | None:
@@ -365,34 +430,58 @@ def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) 
     schedule, horizon = setup.design.schedule, setup.design.horizon
     if not schedule or horizon is None:
         return None
-    found = forecast_of(setup, logs, lead, going_on=True, bound=stats.GENEROUS)
-    control = _control(setup, logs) if setup.rulebook.aa_gate else None
+    standard = setup.rulebook.standard
+    spread = stats.POINT if standard else stats.GENEROUS
+    found = forecast_of(setup, logs, lead, going_on=True, bound=spread, uncertain=standard)
+    gated = setup.rulebook.aa_gate or setup.rulebook.standard
+    control = _control(setup, logs) if gated else None
     if found is None or (not found[1] and control is None):
         return None
     now = setup.timeline.last
-    one_sided = setup.rulebook.answer_decides
-    alpha = (
-        setup.against_best(SPLIT["selection"])
-        if one_sided
-        else setup.against_baseline(SPLIT["ranking"])
-    )
-    looks = [
-        (
-            look - now,
-            Timeline(schedule[: k + 1], horizon, rules=setup.rules).level(alpha, look, one_sided),
-        )
+    selection = setup.against_best(setup.split["selection"])
+    ranking = setup.against_baseline(setup.split["ranking"])
+    timelines = [
+        (look, Timeline(schedule[: k + 1], horizon, rules=setup.rules))
         for k, look in enumerate(schedule)
         if look > now
     ]
-    if one_sided:
-        return _median_stop(looks, decided(found[1], looks, target))
-    return rounds_to_resolve(*found, target, looks, control)
+    if setup.rulebook.answer_decides:
+        looks = [
+            (look - now, t.level(selection, look, True), t.level(ranking, look))
+            for look, t in timelines
+        ]
+        widen = _widening(setup, logs, lead)
+        stops = decided(found[1], looks, target, widen=widen, standard=standard)
+        if standard and control is not None:  # and the A/A control can tell (estimates.held)
+            aa_widen = (
+                zygote_factor(
+                    logs, setup.everyone, setup.aa, (setup.baseline,), setup.benchmarks, now
+                )
+                if setup.aa and setup.rulebook.zygotes
+                else 1.0
+            )
+            fits = control_fit(
+                control, [(more, two) for more, _, two in looks], span=ANSWER_SPAN,
+                margin=target, widen=aa_widen,
+            )  # fmt: skip
+            stops = (stop & fit for stop, fit in zip(stops, fits, strict=True))
+        return _median_stop(looks, stops)
+    plain = [(look - now, t.level(ranking, look)) for look, t in timelines]
+    return rounds_to_resolve(*found, target, plain, control)
 
 
-def _median_stop(looks: Sequence[tuple[int, float]], stops: Iterator[np.ndarray]) -> int | None:
+def _widening(setup: Setup, logs: Rounds, lead: Sequence[str]) -> float:
+    """The most the session's zygotes widen the variance of a leader's comparison now."""
+    now = setup.timeline.last
+    return max((widening(setup, logs, c, now) for c in lead), default=1.0)
+
+
+def _median_stop(
+    looks: Sequence[tuple[int, float] | tuple[int, float, float]], stops: Iterator[np.ndarray]
+) -> int | None:
     """The first of `looks` by which at least half of the simulated sessions have stopped."""
     stopped = None
-    for (more, _), now in zip(looks, stops, strict=True):
+    for (more, *_), now in zip(looks, stops, strict=True):
         stopped = now if stopped is None else stopped | now
         if float(stopped.mean()) >= RESOLVED:
             return more
@@ -414,23 +503,30 @@ def fixed_equivalent(setup: Setup, logs: Rounds, lead: Sequence[str], target: fl
     found = forecast_of(setup, logs, lead, going_on=False, bound=stats.POINT)
     if found is None or not found[1]:
         return None
-    return fixed_rounds(*found, target, setup.against_baseline(SPLIT["ranking"]))
+    level = setup.against_baseline(setup.split["ranking"])
+    return fixed_rounds(*found, target, level, _widening(setup, logs, lead))
 
 
 def fixed_decided(
     setup: Setup, logs: Rounds, candidates: Sequence[str], margin: float
 ) -> int | None:
-    """Rules 5: the rounds a new session of a fixed design (every config every round, one look
-    at the selection family's level) would need for its answer to be decided at `margin` in at
+    """The rounds a new session of a fixed design (every config every round, one look at the
+    levels of the answer's families) would need for its answer to be decided at `margin` in at
     least half of the sessions like this one: `candidates` (the configs that could still be
-    the fastest) drawn about their estimates at their variances; None beyond MOST_ROUNDS."""
-    found = forecast_of(setup, logs, candidates, going_on=True, bound=stats.POINT)
+    the fastest) drawn about their estimates at their variances, widened as the session's
+    zygotes widen them; None beyond MOST_ROUNDS."""
+    found = forecast_of(setup, logs, candidates, going_on=True, bound=stats.POINT, uncertain=True)
     if found is None or not found[1]:
         return None
-    leaders, level = found[1], setup.against_best(SPLIT["selection"])
+    leaders = found[1]
+    levels = (
+        setup.against_best(setup.split["selection"]),
+        setup.against_baseline(setup.split["ranking"]),
+    )
+    widen = _widening(setup, logs, candidates)
 
     def enough(n: int) -> bool:
-        (share,) = (float(r.mean()) for r in decided(leaders, [(n, level)], margin, fresh=True))
-        return share >= RESOLVED
+        shares = decided(leaders, [(n, *levels)], margin, fresh=True, widen=widen)
+        return float(next(shares).mean()) >= RESOLVED
 
     return _fewest(enough)

@@ -22,7 +22,8 @@ from tfbuild.analysis.sessions import Session
 from tfbuild.bench.schedule import Schedule
 from tfbuild.errors import ResultsError
 from tfbuild.progress import QuietReporter
-from tfbuild.results.model import DECISIONS, ConfigEntry, Results, Run
+from tfbuild.results.model import ConfigEntry, Results, Run
+from tfbuild.results.rules import DECISIONS
 from tfbuild.runtime.base import RuntimeEnv
 
 NOT_RECORDED = (

@@ -1,27 +1,21 @@
-"""How often the answer a report leads with is right: sessions whose true speeds are set, run
-through the session's own rounds, looks and stop (tfbuild.bench.schedule), judged by the report
-and answered as `tfbuild compare` answers, then scored against the truth.
+"""How often the answer a report leads with is right: sessions whose true speeds are set
+(tfbuild.analysis.simulated), run through the session's own rounds, looks and stop, judged by
+the report and answered as `tfbuild compare` answers, then scored against the truth.
 
-A process is drawn, not run: each config has a true throughput ratio to the baseline; one
-process of it multiplies that by a lognormal factor shared by its benchmarks (the spread
-between processes, which the statistics are about) and by a small one per benchmark; a
-machine that drifts multiplies every process by a trend over the session; heavy tails draw
-the shared factor from Student's t with 3 degrees of freedom at the same spread. Each process
-takes PROCESS_S seconds of session time, as a process of the default suite forked from a zygote
-does (the default --processes).
+An answer is scored as a person acts on it, at the margin it names. "Use X" tells them to
+switch: it is right only when X is truly faster than the baseline (what they run now) and the
+fastest config or within the margin of it. "Keep the baseline" is right when no config is
+faster than the baseline by more than the margin. "Inconclusive" is neither. A per-benchmark
+verdict is wrong when the truth is not what it says: "faster" (or "slower") when the config is
+not beyond its margin that way, "equivalent" when it is beyond it.
 
-Forked processes (--processes forked) can resemble the other children of their zygote more than
-two fresh processes resemble each other: a truth's `zygote` sets that intraclass correlation
-within each benchmark (one draw per zygote and benchmark, shared by its CHILDREN children), its
-`zygote_overall` the same for the factor a process shares across benchmarks. The other
-scenarios draw every process independently; the sessions' statistics treat every process as
-independent in all of them, as a session does.
-
-An answer is scored against the indifference margin it names: "Use X" is wrong when X is slower
-than the fastest config by more than the margin, "Keep the baseline" is wrong when some config
-is faster than the baseline by more than the margin; anything else decided is right. A
-per-benchmark verdict is wrong when the truth is not what it says: "faster" (or "slower") when
-the config is not beyond its margin that way, "equivalent" when it is beyond it."""
+The catalogue holds the configurations that can score each answer wrong: every config equally
+fast (any "Use" is wrong) for 2, 6 and 16 configs; the least favourable ones of a comparison
+with a standard, the best exactly at the margin and 1 % beyond it; and one config twice the
+margin ahead (where the answer should be decided and right), each with noise as rough as the
+committed real sessions, and with the children of a zygote alike (intraclass correlation 0.1
+and 0.3 on a process's overall level). Each rate comes with its one-sided 95 % bound (Clopper
+and Pearson), and the targets each scenario is held to are checked."""
 
 from __future__ import annotations
 
@@ -29,81 +23,28 @@ import math
 import random
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import cast
 
-from tfbuild.analysis.answer import CONFIDENCE
+from tfbuild import stats
+from tfbuild.analysis.answer import confidence
 from tfbuild.analysis.estimates import OVERALL, Estimate
 from tfbuild.analysis.host_report import HostReport, analyse_host
-from tfbuild.analysis.looks import SequentialLooks
 from tfbuild.analysis.sessions import Session
-from tfbuild.bench.schedule import Schedule
-from tfbuild.bench.session import add_aa
-from tfbuild.config.model import INHERIT_PIP
-from tfbuild.config.suite import BENCHMARKS, SUITE_VERSION
-from tfbuild.machine.detect import profile_from_cpuinfo_text
-from tfbuild.progress import QuietReporter
-from tfbuild.results.model import (
-    AA_SUFFIX,
-    DECISIONS,
-    BaselineRecord,
-    BenchmarkResult,
-    ConfigEntry,
-    Design,
-    Results,
-    Run,
-    Sample,
-    SessionInfo,
-    SuiteRecord,
-    VariantRecord,
-    config_entry,
-)
-from tfbuild.runtime.base import RuntimeEnv
-from tfbuild.runtime.forked import CHILDREN
+from tfbuild.analysis.simulated import GAUSSIAN, PROCESS_S, Drawn, Truth, empty_session
+from tfbuild.results.model import AA_SUFFIX, Design, Results
+from tfbuild.results.rules import DECISIONS, rules
 
-PROCESS_S = 3.5
-"""Session seconds one process takes: a process of the default suite forked from its config's
-zygote on a 2-vCPU guest, the zygotes' imports included (the session seconds per process of
-docs/measurements/process-cost-local-2.21.json.gz; a fresh process costs about 6)."""
 MARGIN = 0.05
 """The indifference margin the scenarios are set against: the default matrix's."""
-BASELINE = "base:default"
 SEQUENTIAL = Design(kind="sequential", first=3, horizon=30, budget_s=20 * 60.0, resolve=MARGIN)
 """The default matrix's design: looks from round 3, error control over 30 rounds, 20 minutes."""
-
-
-@dataclass(frozen=True)
-class Truth:
-    """What the processes of a scenario are drawn from."""
-
-    effects: Mapping[str, float]
-    """config -> true throughput ratio to the baseline (1.0 when not named)."""
-    sigma: float = 0.05
-    """Spread of one process: the sd of its log throughput, shared by its benchmarks."""
-    bench_sigma: float = 0.02
-    """The sd of each benchmark's own log throughput within a process."""
-    sigma_of: Mapping[str, float] = field(default_factory=dict)
-    """config -> its own process spread, where it differs."""
-    tails: str = "normal"
-    """normal, or t3 (Student's t with 3 degrees of freedom, scaled to the same spread)."""
-    drift: float = 0.0
-    """A trend over the session: every process of round r is exp(drift * r / 30) faster."""
-    aa_bias: float = 1.0
-    """How much faster than the baseline its A/A copy (the same build) comes out: 1.0 on a
-    fair machine."""
-    zygote: float = 0.0
-    """The intraclass correlation, within each benchmark, of the processes one zygote forks
-    (0: as independent as fresh processes)."""
-    zygote_overall: float = 0.0
-    """The same for the factor a process shares across its benchmarks."""
-
-    def effect(self, key: str) -> float:
-        return self.effects.get(key.removesuffix(AA_SUFFIX), 1.0)
-
-    def best(self) -> float:
-        """The fastest config's true ratio to the baseline (the baseline counts: 1.0)."""
-        return max([1.0, *self.effects.values()])
+WRONG_AT_MOST = 0.025
+"""Targets: wrong decided answers in at most this share of the sessions of any scenario, their
+one-sided 95 % upper bound at most WRONG_BOUND; where one config leads the baseline by twice
+the margin, in the default design, right in at least RIGHT_AT_LEAST."""
+WRONG_BOUND = 0.035
+RIGHT_AT_LEAST = 0.90
 
 
 @dataclass(frozen=True)
@@ -114,45 +55,133 @@ class Scenario:
     """Configs the session compares, the baseline included (its A/A copy added as in bench)."""
     truth: Truth
     design: Design = SEQUENTIAL
+    kind: str = "other"
+    """null (every config as fast: any "Use" is wrong), edge (the best at or just beyond the
+    margin), clear (one config twice the margin ahead of the others, all as fast as the
+    baseline, in the default design with 6 configs or fewer, within its budget: held to
+    RIGHT_AT_LEAST) or other."""
 
 
-SCENARIOS: tuple[Scenario, ...] = (
-    Scenario("null-2", "the baseline and one config, equally fast", 2, Truth({})),
-    Scenario("null-6", "six configs, all equally fast", 6, Truth({})),
-    Scenario("null-16", "sixteen configs, all equally fast", 16, Truth({})),
-    Scenario("half", "one config ahead by half the margin (+2.5 %)", 6,
-             Truth({"c01:default": 1.025})),
-    Scenario("margin", "one config ahead by the margin (+5 %)", 6, Truth({"c01:default": 1.05})),
-    Scenario("beyond", "one config ahead by a little more than the margin (+6 %)", 6,
-             Truth({"c01:default": 1.06})),
-    Scenario("twice", "one config ahead by twice the margin (+10 %)", 6,
-             Truth({"c01:default": 1.10})),
-    Scenario("two-leaders", "two configs ahead, 3 % apart (+10 %, +7 %)", 6,
-             Truth({"c01:default": 1.10, "c02:default": 1.07})),
-    Scenario("quiet-noisy", "a quiet best (+8 %, spread 3 %) and a noisy second (+6 %, 7 %)", 6,
-             Truth({"c01:default": 1.08, "c02:default": 1.06},
-                   sigma_of={"c01:default": 0.03, "c02:default": 0.07})),
-    Scenario("slower", "one config slower by twice the margin (-10 %)", 6,
-             Truth({"c01:default": 0.90})),
-    Scenario("single", "one config against the baseline, ahead by twice the margin", 2,
-             Truth({"c01:default": 1.10})),
-    Scenario("heavy-tails", "twice the margin ahead, noise with Student-t (3 df) tails", 6,
-             Truth({"c01:default": 1.10}, tails="t3")),
-    Scenario("drift", "twice the margin ahead, the machine 5 % faster by round 30", 6,
-             Truth({"c01:default": 1.10}, drift=0.05)),
-    Scenario("fixed-1", "twice the margin ahead, --rounds 1", 6, Truth({"c01:default": 1.10}),
-             Design(kind="fixed", rounds=1)),
-    Scenario("fixed-2", "twice the margin ahead, --rounds 2", 6, Truth({"c01:default": 1.10}),
-             Design(kind="fixed", rounds=2)),
-    Scenario("fixed-10", "twice the margin ahead, --rounds 10", 6, Truth({"c01:default": 1.10}),
-             Design(kind="fixed", rounds=10)),
-    Scenario("zygote-null", "six equally fast, a zygote's children alike per benchmark (ICC 0.3)",
-             6, Truth({}, zygote=0.3)),
-    Scenario("zygote-twice", "twice the margin ahead, zygote's children alike per benchmark",
-             6, Truth({"c01:default": 1.10}, zygote=0.3)),
-    Scenario("zygote-all", "six equally fast, a zygote's children alike as a whole (ICC 0.3)",
-             6, Truth({}, zygote_overall=0.3)),
-)  # fmt: skip
+def _ahead(by: float, icc: float = 0.0, **truth: object) -> Truth:
+    return Truth({"c01:default": by}, zygote=icc, **truth)  # type: ignore[arg-type]
+
+
+def _catalogue() -> tuple[Scenario, ...]:
+    found: list[Scenario] = []
+    for k in (2, 6, 16):
+        found.append(
+            Scenario(f"null-{k}", f"{k} configs, all equally fast", k, Truth({}), kind="null")
+        )
+    for icc in (0.1, 0.3):
+        tag = f"icc{round(icc * 100):02d}"
+        for k in (2, 6, 16) if icc == 0.3 else (6,):
+            found.append(
+                Scenario(
+                    f"null-{k}-{tag}",
+                    f"{k} configs, all equally fast; a zygote's children alike (ICC {icc:g})",
+                    k,
+                    Truth({}, zygote=icc),
+                    kind="null",
+                )
+            )
+    for k in (2, 6, 16):
+        found.append(
+            Scenario(
+                f"margin-{k}",
+                f"{k} configs, one ahead by exactly the margin (+5 %)",
+                k,
+                _ahead(1.05),
+                kind="edge",
+            )
+        )
+        found.append(
+            Scenario(
+                f"beyond-{k}",
+                f"{k} configs, one ahead by the margin and 1 % (+6.05 %)",
+                k,
+                _ahead(1.0605),
+                kind="edge",
+            )
+        )
+    for icc in (0.1, 0.3):
+        tag = f"icc{round(icc * 100):02d}"
+        found.append(
+            Scenario(
+                f"margin-6-{tag}",
+                f"one ahead by exactly the margin; ICC {icc:g}",
+                6,
+                _ahead(1.05, icc),
+                kind="edge",
+            )
+        )
+        found.append(
+            Scenario(
+                f"beyond-6-{tag}",
+                f"one ahead by the margin and 1 %; ICC {icc:g}",
+                6,
+                _ahead(1.0605, icc),
+                kind="edge",
+            )
+        )
+    for k in (2, 6, 16):
+        found.append(
+            Scenario(
+                f"twice-{k}",
+                f"{k} configs, one ahead by twice the margin (+10 %)"
+                + ("; the budget buys about 12 rounds" if k > 6 else ""),
+                k,
+                _ahead(1.10),
+                kind="clear" if k <= 6 else "other",
+            )
+        )
+    for icc in (0.1, 0.3):
+        tag = f"icc{round(icc * 100):02d}"
+        found.append(
+            Scenario(
+                f"twice-6-{tag}",
+                f"one ahead by twice the margin; ICC {icc:g}",
+                6,
+                _ahead(1.10, icc),
+                kind="clear",
+            )
+        )
+    found += [
+        Scenario("null-6-noisy", "six equally fast, a process spread of about 8 %", 6,
+                 Truth({}, scale=1.6), kind="null"),
+        Scenario("twice-6-noisy", "twice the margin ahead, a process spread of about 8 %", 6,
+                 _ahead(1.10, scale=1.6)),
+        Scenario("null-6-bench", "six equally fast; a zygote's children alike per benchmark "
+                 "(ICC 0.3)", 6, Truth({}, zygote_bench=0.3), kind="null"),
+        Scenario("null-6-one-zygote", "six equally fast, ICC 0.3, one zygote a config at a time "
+                 "(a machine short of memory)", 6, Truth({}, zygote=0.3, live=1), kind="null"),
+        Scenario("twice-6-one-zygote", "twice the margin ahead, ICC 0.3, one zygote a config at "
+                 "a time", 6, _ahead(1.10, 0.3, live=1)),
+        Scenario("null-6-fresh", "six equally fast, fresh processes", 6,
+                 Truth({}, processes="fresh"), kind="null"),
+        Scenario("null-6-gaussian", "six equally fast, normal noise of one spread (5 %)", 6,
+                 Truth({}, noise=GAUSSIAN), kind="null"),
+        Scenario("half", "one ahead by half the margin (+2.5 %)", 6, _ahead(1.025)),
+        Scenario("two-leaders", "two ahead, 3 % apart (+10 %, +7 %; the second noisy)", 6,
+                 Truth({"c01:default": 1.10, "c02:default": 1.07})),
+        Scenario("quiet-noisy", "a quiet best (+8 %, spread x0.6) and a noisy second (+6 %, x1.8)",
+                 6, Truth({"c01:default": 1.08, "c02:default": 1.06},
+                          scale_of={"c01:default": 0.6, "c02:default": 1.8})),
+        Scenario("slower", "one slower by twice the margin (-10 %)", 6, _ahead(0.90)),
+        Scenario("heavy-tails", "twice the margin ahead, Student-t (3 df) noise", 6,
+                 _ahead(1.10, tails="t3"), kind="clear"),
+        Scenario("drift", "twice the margin ahead, the machine 5 % faster by round 30", 6,
+                 _ahead(1.10, drift=0.05), kind="clear"),
+        Scenario("fixed-1", "twice the margin ahead, --rounds 1", 6, _ahead(1.10),
+                 Design(kind="fixed", rounds=1)),
+        Scenario("fixed-2", "twice the margin ahead, --rounds 2", 6, _ahead(1.10),
+                 Design(kind="fixed", rounds=2)),
+        Scenario("fixed-10", "twice the margin ahead, --rounds 10", 6, _ahead(1.10),
+                 Design(kind="fixed", rounds=10)),
+    ]  # fmt: skip
+    return tuple(found)
+
+
+SCENARIOS: tuple[Scenario, ...] = _catalogue()
 
 
 @dataclass(frozen=True)
@@ -173,13 +202,16 @@ class SimulatedAnswer:
 
 
 def score(truth: Truth, kind: str, config: str | None, margin: float) -> bool | None:
-    """Whether an answer is right about `truth` at the `margin` it names (None: undecided)."""
+    """Whether an answer is right about `truth` at the `margin` it names (None: undecided):
+    "Use X" when X is truly faster than the baseline and the fastest or within the margin of
+    it, "Keep" when no config is faster than the baseline by more than the margin."""
     slack = math.log1p(margin) + 1e-12
     best = math.log(truth.best())
     if kind == "keep":
         return best <= slack
     if kind == "use" and config is not None:
-        return math.log(truth.effect(config)) >= best - slack
+        mine = math.log(truth.effect(config))
+        return mine > 1e-12 and mine >= best - slack
     return None
 
 
@@ -198,115 +230,12 @@ def benchmark_wrong(truth: Truth, estimates: Mapping[tuple[str, str], Estimate])
     return wrong
 
 
-class _Drawn(Schedule):
-    """The session loop with each process drawn from the scenario's truth instead of run."""
-
-    def __init__(self, results: Results, truth: Truth, rng: random.Random) -> None:
-        runtimes = {name: cast(RuntimeEnv, None) for name in results.variants or {}}
-        self.now = 0.0
-        looks = SequentialLooks(forecast=False)
-        super().__init__(results, runtimes, QuietReporter(), lambda r: r, self._clock, looks)
-        self.truth, self.rng = truth, rng
-        self.forked: dict[str, int] = {}
-        self.zygotes: dict[tuple[str, int, str], float] = {}
-
-    def _zygote(self, config: str, benchmark: str, icc: float, within: float) -> float:
-        """The draw of `config`'s current zygote for `benchmark` (or OVERALL): its children share
-        it, a share `icc` of their variance when `within` is the rest."""
-        if icc <= 0.0:
-            return 0.0
-        key = (config, self.forked.get(config, 0) // CHILDREN, benchmark)
-        if key not in self.zygotes:
-            self.zygotes[key] = self.rng.gauss(0.0, within * math.sqrt(icc / (1.0 - icc)))
-        return self.zygotes[key]
-
-    def _clock(self) -> float:
-        return self.now
-
-    def _run_one(self, runtime: RuntimeEnv, config: ConfigEntry, r: int, pos: int) -> Run:
-        truth, rng = self.truth, self.rng
-        sigma = truth.sigma_of.get(config.key.removesuffix(AA_SUFFIX), truth.sigma)
-        shared = (
-            rng.gauss(0.0, 1.0)
-            if truth.tails == "normal"
-            else rng.gauss(0.0, 1.0) / math.sqrt(rng.gammavariate(1.5, 2.0) / 3.0) / math.sqrt(3.0)
-        )
-        level = math.log(truth.effect(config.key)) + sigma * shared + truth.drift * r / 30.0
-        level += self._zygote(config.key, OVERALL, truth.zygote_overall, sigma)
-        if config.aa:
-            level += math.log(truth.aa_bias)
-        benchmarks = {}
-        within = math.hypot(sigma, truth.bench_sigma)
-        for name in self.results.suite.benchmarks:
-            own = self._zygote(config.key, name, truth.zygote, within)
-            value = 100.0 * math.exp(level + own + rng.gauss(0.0, truth.bench_sigma))
-            benchmarks[name] = BenchmarkResult(
-                samples=tuple(
-                    Sample(wall_s=0.1, cpu_s=0.2, throughput=value * (1 + rng.gauss(0, 0.002)))
-                    for _ in range(3)
-                )
-            )
-        self.forked[config.key] = self.forked.get(config.key, 0) + 1
-        self.now += PROCESS_S
-        return Run(
-            round=r,
-            position=pos,
-            config=config.key,
-            status="ok",
-            started_at=None,
-            wall_s=PROCESS_S,
-            benchmarks=benchmarks,
-        )
-
-
-_CPUINFO = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: simulated\nflags\t\t: sse2\n"
-
-
-def empty_session(configs: int, design: Design, seed: int) -> Results:
-    """A session as `tfbuild bench` starts one: the baseline and `configs - 1` more configs,
-    every variant ready, the baseline's A/A copy added, the default suite."""
-    keys = [BASELINE, *(f"c{i:02d}:default" for i in range(1, configs))]
-    names = tuple(BENCHMARKS)
-    results = Results(
-        session=SessionInfo(
-            id=f"scenario-{seed}",
-            started_at="2026-01-01T00:00:00+00:00",
-            updated_at="2026-01-01T00:00:00+00:00",
-            finished_at=None,
-            complete=False,
-            tfbuild_version="0",
-            argv=(),
-            matrix="matrix.yaml",
-            seed=seed,
-            design=design,
-            elapsed_s=0.0,
-            pip=INHERIT_PIP,
-        ),
-        host=profile_from_cpuinfo_text(_CPUINFO, "simulated"),
-        suite=SuiteRecord(
-            version=SUITE_VERSION,
-            benchmarks=names,
-            warmup_steps=1,
-            iterations={b: 1 for b in names},
-            samples={b: 3 for b in names},
-            units={b: BENCHMARKS[b].unit for b in names},
-        ),
-        baseline=BaselineRecord(variant="base", tuning="default", config=BASELINE),
-        variants={
-            k.split(":")[0]: VariantRecord(definition={"source": "pypi"}, status="ready")
-            for k in keys
-        },
-        configs=tuple(config_entry(k) for k in keys),
-    )
-    return add_aa(results)
-
-
 def simulate(scenario: Scenario, seed: int, *, power: bool = False) -> tuple[Results, HostReport]:
     """One session of the scenario, and its report (`power` as analyse_host's: the answer's
     budget, which scoring an answer does not need)."""
     rng = random.Random(f"{scenario.name}:{seed}")
-    results = _Drawn(empty_session(scenario.configs, scenario.design, seed), scenario.truth, rng)
-    done = results.run()
+    start = empty_session(scenario.configs, scenario.design, seed, scenario.truth.processes)
+    done = Drawn(start, scenario.truth, rng).run()
     return done, analyse_host([Session(Path(f"{done.id}.json"), done)], power=power)
 
 
@@ -314,12 +243,11 @@ def outcome(scenario: Scenario, seed: int) -> SimulatedAnswer:
     results, report = simulate(scenario, seed)
     said = report.answer
     config = report.choice.config if said.kind == "use" and report.choice else None
-    margin = report.margins.get("overall", MARGIN)
     return SimulatedAnswer(
         kind=said.kind,
         config=config,
-        margin=margin,
-        right=score(scenario.truth, said.kind, config, margin),
+        margin=said.margin,
+        right=score(scenario.truth, said.kind, config, said.margin),
         processes=len(results.runs),
         benchmark_wrong=benchmark_wrong(scenario.truth, report.estimates),
     )
@@ -331,6 +259,7 @@ class Tally:
 
     scenario: str
     about: str
+    kind: str
     sessions: int
     right: int
     wrong: int
@@ -340,18 +269,43 @@ class Tally:
     """Median processes of the sessions that answered (None when none did)."""
     benchmark_wrong: int = 0
     """Sessions whose report held a per-benchmark verdict the truth contradicts."""
+    margins: tuple[float, ...] = ()
+    """Every margin an answer named (the margin asked, if it is never raised)."""
+
+    def bound(self, count: int, lower: bool = False) -> float:
+        """The one-sided 95 % bound of a rate seen `count` times in these sessions."""
+        if lower:
+            return 1.0 - stats.binomial_upper(self.sessions - count, self.sessions)
+        return stats.binomial_upper(count, self.sessions)
+
+    def misses(self) -> list[str]:
+        """The targets this scenario misses (WRONG_AT_MOST, WRONG_BOUND, RIGHT_AT_LEAST)."""
+        n, found = self.sessions, []
+        if self.wrong > WRONG_AT_MOST * n:
+            found.append(f"wrong {self.wrong / n:.1%} > {WRONG_AT_MOST:.1%}")
+        if self.bound(self.wrong) > WRONG_BOUND:
+            found.append(f"wrong's bound {self.bound(self.wrong):.1%} > {WRONG_BOUND:.1%}")
+        if self.kind == "clear" and self.right < RIGHT_AT_LEAST * n:
+            found.append(f"right {self.right / n:.1%} < {RIGHT_AT_LEAST:.0%}")
+        return found
 
     def to_json(self) -> dict[str, object]:
         return {
             "scenario": self.scenario,
             "about": self.about,
+            "kind": self.kind,
             "sessions": self.sessions,
             "right": self.right,
             "wrong": self.wrong,
             "inconclusive": self.inconclusive,
+            "right_lower": self.bound(self.right, lower=True),
+            "wrong_upper": self.bound(self.wrong),
+            "inconclusive_upper": self.bound(self.inconclusive),
             "median_processes": self.median_processes,
             "median_decided": self.median_decided,
             "benchmark_wrong": self.benchmark_wrong,
+            "margins": list(self.margins),
+            "misses": self.misses(),
         }
 
 
@@ -360,6 +314,7 @@ def tally(scenario: Scenario, outcomes: Sequence[SimulatedAnswer]) -> Tally:
     return Tally(
         scenario=scenario.name,
         about=scenario.about,
+        kind=scenario.kind,
         sessions=len(outcomes),
         right=sum(o.right is True for o in outcomes),
         wrong=sum(o.right is False for o in outcomes),
@@ -367,6 +322,7 @@ def tally(scenario: Scenario, outcomes: Sequence[SimulatedAnswer]) -> Tally:
         median_processes=statistics.median(o.processes for o in outcomes),
         median_decided=statistics.median(decided) if decided else None,
         benchmark_wrong=sum(o.benchmark_wrong > 0 for o in outcomes),
+        margins=tuple(sorted({round(o.margin, 12) for o in outcomes})),
     )
 
 
@@ -375,17 +331,16 @@ def by_name(names: Sequence[str]) -> list[Scenario]:
     return [known[n] for n in names]
 
 
-def _one(job: tuple[str, int]) -> tuple[str, SimulatedAnswer]:
-    name, seed = job
-    (scenario,) = by_name([name])
-    return name, outcome(scenario, seed)
+def _one(job: tuple[Scenario, int]) -> tuple[str, SimulatedAnswer]:
+    scenario, seed = job
+    return scenario.name, outcome(scenario, seed)
 
 
 def run_scenarios(
     scenarios: Sequence[Scenario], sessions: int, workers: int = 1, first_seed: int = 0
 ) -> list[Tally]:
     """Each scenario over `sessions` sessions (seeds first_seed...), on `workers` processes."""
-    jobs = [(s.name, first_seed + k) for s in scenarios for k in range(sessions)]
+    jobs = [(s, first_seed + k) for s in scenarios for k in range(sessions)]
     found: dict[str, list[SimulatedAnswer]] = {s.name: [] for s in scenarios}
     if workers > 1:
         import multiprocessing
@@ -400,7 +355,7 @@ def run_scenarios(
     return [tally(s, found[s.name]) for s in scenarios]
 
 
-SCHEMA = "tfbuild.scenarios/1"
+SCHEMA = "tfbuild.scenarios/2"
 
 
 def document(tallies: Sequence[Tally], sessions: int, first_seed: int) -> dict[str, object]:
@@ -409,10 +364,16 @@ def document(tallies: Sequence[Tally], sessions: int, first_seed: int) -> dict[s
         "schema": SCHEMA,
         "rules": DECISIONS,
         "margin": MARGIN,
-        "confidence": CONFIDENCE,
+        "confidence": confidence(rules(DECISIONS).split),
+        "targets": {"wrong": WRONG_AT_MOST, "wrong_bound": WRONG_BOUND, "right": RIGHT_AT_LEAST},
         "sessions": sessions,
         "first_seed": first_seed,
         "process_s": PROCESS_S,
         "budget_s": SEQUENTIAL.budget_s,
         "scenarios": [t.to_json() for t in tallies],
     }
+
+
+def with_truth(scenario: Scenario, **changes: object) -> Scenario:
+    """The scenario with its truth changed (Truth's fields)."""
+    return replace(scenario, truth=replace(scenario.truth, **changes))  # type: ignore[arg-type]

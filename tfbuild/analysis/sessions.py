@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfbuild import stats
+from tfbuild import sequential
 from tfbuild.errors import ResultsError
 from tfbuild.machine.cpu import level_name
 from tfbuild.machine.profile import HostProfile
 from tfbuild.results.codec import load
-from tfbuild.results.model import DECISIONS, Design, ProcessPath, Results, rules
+from tfbuild.results.model import Design, Look, ProcessPath, Results
+from tfbuild.results.rules import DECISIONS, rules
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Timeline:
         k = self.rounds.index(look)
         last = k == len(self.rounds) - 1
         spending = "power" if rules(self.rules).maxt and not one_sided else "pocock"
-        levels = stats.sequential_levels(
+        levels = sequential.sequential_levels(
             alpha,
             self.rounds[: k + 1],
             self.horizon,
@@ -158,3 +159,41 @@ def check_same_work(sessions: Sequence[Session]) -> None:
                 f"these results measured different work and are not compared: {first.path} "
                 f"ran {describe_work(first.results)}; {s.path} ran {describe_work(s.results)}"
             )
+
+
+def final_timeline(
+    results: Results, design: Design, rounds: int
+) -> tuple[Timeline, dict[str, int], list[str]]:
+    """When each comparison of a session is judged, at the end: a fixed design at its one
+    look; a sequential one at the looks it took, a config stopped early at the look that
+    stopped it (put out, or rested), and, when the session ended on its budget or horizon
+    rather than on the data, a last look at the final round that spends what alpha is left."""
+    if not design.sequential:
+        return Timeline((rounds,)), {}, []
+    looks = results.looks or ()
+    taken = [look.round for look in looks]
+    at = {c: look.round for look in looks for c in look.stopped}
+    stop = results.session.stop.reason if results.session.stop else None
+    notes: list[str] = []
+    if stop in ("budget", "max_rounds", "fixed"):
+        if not taken or taken[-1] != rounds:
+            taken.append(rounds)
+        return (
+            Timeline(tuple(taken), design.horizon, spend_rest=True, rules=design.decisions),
+            at,
+            notes,
+        )
+    if stop not in ("resolved", "nothing_runs"):
+        notes.append(
+            "the session has not finished: what it claims so far is what its last look knew"
+            if taken
+            else "the session has not finished and has not looked at its data yet: it makes no "
+            "claims until then"
+        )
+    return Timeline(tuple(taken), design.horizon, rules=design.decisions), at, notes
+
+
+def rested_at(looks: Sequence[Look] | None) -> dict[str, int]:
+    """config -> the look it rested at (rules 4: resolved to the target while another leading
+    config was not): from then on it runs no more rounds and is judged there."""
+    return {c: look.round for look in looks or () for c in look.rested}

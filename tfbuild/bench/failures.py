@@ -33,6 +33,7 @@ def recorded(
         "threads": result.get("threads"),
         "benchmarks": {name: entry(e) for name, e in (result.get("benchmarks") or {}).items()},
         "failure": failure,
+        "zygote": outcome.zygote,
     }
 
 

@@ -24,17 +24,10 @@ from tfbuild.bench.failures import recorded
 from tfbuild.bench.options import payload_config
 from tfbuild.progress import Reporter
 from tfbuild.results.codec import Record, benchmark_result, now
-from tfbuild.results.model import (
-    ConfigEntry,
-    Design,
-    Look,
-    Results,
-    Run,
-    Stop,
-    answer_config,
-    rules,
-)
+from tfbuild.results.model import ConfigEntry, Design, Look, Results, Run, Stop
+from tfbuild.results.rules import rules
 from tfbuild.runtime.base import RuntimeEnv
+from tfbuild.runtime.forked import live_zygotes
 from tfbuild.wording import duration, half_width
 
 
@@ -65,6 +58,15 @@ def _ratio(look: Look, config: str) -> float:
     return e.ratio if e else 0.0
 
 
+def _certified(look: Look, baseline: str) -> str | None:
+    """Rules 5: of the configs known within the margin of the fastest, the one the answer
+    names: the baseline (keep it), else the one furthest ahead of the baseline."""
+    known = look.certified
+    if baseline in known:
+        return baseline
+    return max(known, key=lambda c: _ratio(look, c), default=None)
+
+
 def round_order(results: Results, round_: int, keys: Sequence[str]) -> tuple[str, ...]:
     """Round `round_`'s order of `keys`: a shuffle drawn from the session's seed and the round
     number, so a resumed session draws the same orders."""
@@ -77,7 +79,9 @@ def _describe(design: Design) -> str:
     if not design.sequential:
         return "fixed rounds"
     parts = [f"at least {design.first} rounds"]
-    if design.resolve is not None:
+    if rules(design.decisions).answer_decides:
+        parts.append(f"until the answer is decided at the {design.margin:.1%} margin")
+    elif design.resolve is not None:
         parts.append(f"until resolved to ±{design.resolve:.0%}")
     if design.budget_s is not None:
         parts.append(f"within {duration(design.budget_s)}")
@@ -108,6 +112,9 @@ class Schedule:
         ready = results.ready
         runnable = [c.key for c in results.configs if c.variant in ready]
         self.active = list(runnable)
+        memory = results.host.memory
+        self.live = live_zygotes(len(runnable), memory.available_bytes if memory else None)
+        """Zygotes each config keeps alive at once (forked processes)."""
         for look in results.looks or ():
             self.active = [c for c in self.active if c not in look.stopped]
 
@@ -209,6 +216,7 @@ class Schedule:
             session.cpus,
             session.timeout_s,
             zygote=config.key if self.results.suite.processes == "forked" else None,
+            live=self.live,
         )
         fields = recorded(outcome, session.timeout_s, benchmark_result)
         run = Run(round=r, position=pos, config=config.key, started_at=started, **fields)
@@ -279,35 +287,52 @@ class Schedule:
         return None
 
     def _decided(self, look: Look, lead: Sequence[str], left: int | None) -> Stop | None:
-        """Rules 5: stop when a leading config is known to be within the margin of the fastest
-        (the answer is decided) and the A/A control does not show the baseline unlike its own
-        copy."""
+        """Stop when the look decides the answer (rules 6: the config it names, Look.answer;
+        rules 5: a leading config known to be within the margin of the fastest) and the A/A
+        control does not show the baseline unlike its own copy."""
         r, baseline = look.round, self.results.baseline.config
-        known = look.certified
-        named = answer_config(known, baseline, lambda c: _ratio(look, c))
-        floors = {c: f for c, f in look.floors.items() if f is not None}
-        closest = max(floors, key=lambda c: floors[c], default=None)
-        if named is not None:
-            state = f"{named} is within the {look.margin:.1%} margin of the fastest"
-        elif closest is not None:
-            state = (
-                f"none is known within the {look.margin:.1%} margin of the fastest yet (closest: "
-                f"{closest}, at least {min(1.0, floors[closest]):.3f} of it)"
-            )
+        margin = f"the {look.margin:.1%} margin"
+        if rules(self.design.decisions).standard:
+            named = look.answer
+            if named == baseline:
+                state = f"no config can be faster than the baseline by more than {margin}"
+            elif named is not None:
+                state = f"{named} is faster than the baseline and within {margin} of the fastest"
+            else:
+                state = f"neither answer is shown at {margin} yet"
         else:
-            state = "nothing is measured yet"
+            named = _certified(look, baseline)
+            floors = {c: f for c, f in look.floors.items() if f is not None}
+            closest = max(floors, key=lambda c: floors[c], default=None)
+            if named is not None:
+                state = f"{named} is within {margin} of the fastest"
+            elif closest is not None:
+                state = (
+                    f"none is known within {margin} of the fastest yet (closest: {closest}, at "
+                    f"least {min(1.0, floors[closest]):.3f} of it)"
+                )
+            else:
+                state = "nothing is measured yet"
         leaders = len(lead) + (baseline in look.leading)
+        held = (
+            " (the A/A control cannot tell the baseline from itself yet: only configs far behind "
+            "are put out)"
+            if look.held
+            else ""
+        )
         self.reporter.note(
-            f"after round {r}: {leaders} could be the fastest; {state}; "
+            f"after round {r}: {leaders} could be the fastest{held}; {state}; "
             f"{len(self.active)} configs run" + (f"; about {left} more rounds" if left else "")
         )
         if named is None:
             return None
         if not look.aa_fit:
-            self.reporter.note(
-                f"the A/A control{self._control(look)} shows the baseline unlike its own copy: "
-                "running on"
+            why = (
+                "cannot tell the baseline from itself yet"
+                if look.held
+                else "shows the baseline unlike its own copy"
             )
+            self.reporter.note(f"the A/A control{self._control(look)} {why}: running on")
             return None
         return Stop(
             reason="resolved",

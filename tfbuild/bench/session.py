@@ -59,6 +59,18 @@ def design_of(suite: SuiteSettings) -> Design:
     )
 
 
+def question(results: Results) -> str:
+    """What the session answers, said before anything runs: the margin it answers at."""
+    design, baseline = results.design, results.baseline.config
+    margin = f"{design.margin:.1%}"
+    when = ("once", "once") if design.sequential else ("if", "if")
+    return (
+        f'answering at the {margin} margin (--resolve sets it): "Use X" {when[0]} X is shown '
+        f"faster than the baseline {baseline} and within {margin} of the fastest config, "
+        f'"Keep the baseline" {when[1]} none can be faster than it by more than {margin}'
+    )
+
+
 def _session_id() -> str:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     host = "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname())[:40]
@@ -188,6 +200,7 @@ def run_session(
     with locked(session_lock(path)):  # while it is held, --resume of this file is refused
         results = record(results)
         reporter.note(f"results: {path} (seed {results.session.seed})")
+        reporter.note(question(results))
         started = time.monotonic()
         try:
             results, runtimes = prepare(results, plan, options, workspace, reporter, record)

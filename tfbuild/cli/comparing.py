@@ -13,7 +13,7 @@ from rich.console import Console
 
 from tfbuild.cli.app import cli
 from tfbuild.cli.options import debug_option, format_option
-from tfbuild.cli.values import console, parse_fraction, results_paths
+from tfbuild.cli.values import console, parse_fraction, parse_weights, results_paths
 from tfbuild.errors import RegressionFound, UsageError
 
 
@@ -30,6 +30,8 @@ class CompareSettings:
     new_class_passes: bool
     margin: float | None
     everything: bool
+    weights: tuple[str, ...] = ()
+    """--weight as typed (checked against the benchmarks the results measured)."""
 
 
 def _margin(value: str | None) -> float | None:
@@ -92,8 +94,17 @@ def _margin(value: str | None) -> float | None:
 @click.option(
     "--margin",
     metavar="PERCENT",
-    help="Practical margin for the verdicts (default: one process's spread from the A/A "
-    "control, at least 2%).",
+    help="The indifference margin of the answer and the verdicts (default: the one the "
+    "session was decided at: its --resolve, 5% for a fixed design).",
+)
+@click.option(
+    "--weight",
+    "weights",
+    multiple=True,
+    metavar="BENCHMARK=W",
+    help="Weigh a benchmark W times in the overall level the answer and the ranking are on "
+    "(the others weigh 1; 0 leaves one out): the benchmarks that resemble your model. "
+    "Repeatable.",
 )
 @click.option(
     "--wheels-url",
@@ -112,6 +123,7 @@ def compare(
     new_class_passes: bool,
     everything: bool,
     margin: str | None,
+    weights: tuple[str, ...],
     wheels_url: str | None,
 ) -> None:
     """Rank the configs of one or more results files (RESULTS: files, folders of them, or
@@ -135,6 +147,7 @@ def compare(
     from tfbuild.files import atomic_write_text
     from tfbuild.report import comparison as views
     from tfbuild.report import ranking as tables
+    from tfbuild.report.document import compare_json
 
     chosen_margin = _margin(margin)
     settings = CompareSettings(
@@ -148,9 +161,12 @@ def compare(
         new_class_passes=new_class_passes,
         margin=chosen_margin,
         everything=everything,
+        weights=weights,
     )
     sessions = load_sessions(settings.results)
-    reports = analyse(sessions, settings.margin, power=True)
+    measured = list(dict.fromkeys(b for s in sessions for b in s.results.suite.benchmarks))
+    weighed = parse_weights(settings.weights, measured)
+    reports = analyse(sessions, settings.margin, power=True, weights=weighed)
     if wheels_url:
         reports = [
             dataclasses.replace(r, choice=published(r.choice, wheels_url)) if r.choice else r
@@ -180,7 +196,7 @@ def compare(
         if verdict is not None:
             text += "\n" + views.gate_markdown(verdict, threshold)
     elif settings.fmt == "json":
-        text = json.dumps(views.compare_json(reports, verdict), indent=2) + "\n"
+        text = json.dumps(compare_json(reports, verdict), indent=2) + "\n"
     else:
         from tfbuild.report.html import compare_html
 
@@ -275,7 +291,7 @@ def scenarios(
     against the truth at the margin it names. Nothing is installed or run."""
     import os
 
-    from tfbuild.analysis.scenarios import SCENARIOS, document, run_scenarios
+    from tfbuild.analysis.scenarios import SCENARIOS, SCHEMA, document, run_scenarios
     from tfbuild.files import atomic_write_text
     from tfbuild.report.scenarios import scenarios_markdown, scenarios_text
 
@@ -287,6 +303,12 @@ def scenarios(
             doc = json.loads(saved.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise UsageError(f"--from {saved}: not a scenarios run ({exc})") from exc
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            found = doc.get("schema") if isinstance(doc, dict) else None
+            raise UsageError(
+                f"--from {saved}: a scenarios run of schema {found!r}, where this tfbuild reads "
+                f"{SCHEMA!r}: run the scenarios again"
+            )
     else:
         chosen = [known[n] for n in names] if names else list(SCENARIOS)
         tallies = run_scenarios(chosen, sessions, workers or os.cpu_count() or 1)

@@ -5,6 +5,7 @@ the console the commands print to."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -96,6 +97,35 @@ def parse_fraction(option: str, value: str) -> float:
     if not 0 < number < 1:
         raise UsageError(f"{option} {value!r}: expected a value between 0% and 100%")
     return number
+
+
+def parse_weights(values: Sequence[str], benchmarks: Sequence[str]) -> dict[str, float]:
+    """--weight BENCHMARK=W (repeatable) as benchmark -> weight in the overall level: each a
+    benchmark the results measured, each weight a number >= 0, not all of them 0; the
+    benchmarks not named weigh 1."""
+    from tfbuild.config.values import did_you_mean
+
+    weights: dict[str, float] = {}
+    for value in values:
+        name, sep, number = value.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UsageError(f"--weight {value!r}: expected BENCHMARK=WEIGHT, like gru-keras=3")
+        if name not in benchmarks:
+            raise UsageError(
+                f"--weight {value!r}: these results measured no benchmark {name!r} (they "
+                f"measured {', '.join(benchmarks)}){did_you_mean(name, benchmarks)}"
+            )
+        try:
+            weight = float(number)
+        except ValueError:
+            weight = math.nan
+        if not (math.isfinite(weight) and weight >= 0):
+            raise UsageError(f"--weight {value!r}: expected a weight that is a number >= 0")
+        weights[name] = weight
+    if weights and not any(weights.get(b, 1.0) > 0 for b in benchmarks):
+        raise UsageError("--weight: every benchmark weighs 0; give one a weight above 0")
+    return weights
 
 
 def parse_host_key(value: str | None) -> str | None:

@@ -8,18 +8,15 @@ import re
 import shlex
 import textwrap
 from collections.abc import Sequence
-from dataclasses import asdict
-from typing import Any
 
-from tfbuild.analysis.estimates import ALPHA, OVERALL, SPLIT, Estimate
+from tfbuild.analysis.estimates import ALPHA, OVERALL, Estimate
 from tfbuild.analysis.gate import Gate
 from tfbuild.analysis.host_report import HostReport
 from tfbuild.config.suite import CONTRASTS
-from tfbuild.results.codec import look_json
-from tfbuild.results.model import is_aa, rules
+from tfbuild.results.model import is_aa
+from tfbuild.results.rules import rules
 from tfbuild.wording import printable
 
-COMPARE_SCHEMA = "tfbuild.compare/2"
 MARK = {"faster": "+", "slower": "-", "equivalent": "=", "undecided": "?", "baseline": ""}
 STYLE = {"faster": "green", "slower": "red", "equivalent": "cyan", "undecided": "yellow"}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -54,7 +51,35 @@ def answer_lines(reports: Sequence[HostReport]) -> list[str]:
     return lines
 
 
-FORKED_LINE = "Processes: forked, each from a zygote of its config (--processes)"
+def weighted(r: HostReport) -> str:
+    """How the benchmarks weigh in the overall level, when not equally (--weight)."""
+    named = {b: w for b, w in r.weights.items() if w != 1.0}
+    if not named:
+        return ""
+    said = ", ".join(f"{b} {w:g}" for b, w in named.items())
+    return f" (weighted in the overall level: {said}; the others 1)"
+
+
+def zygote_line(r: HostReport) -> str:
+    """How a forked session's processes were started, and what its own data say of how alike
+    a zygote's children are."""
+    z = r.zygotes
+    if z is None:
+        return "Processes: forked, each from a zygote of its config (--processes)"
+    text = f"Processes: forked from {z.zygotes} zygotes of their configs (up to {z.most} each)"
+    found = z.resemblance
+    if found is None:
+        return text + "; too few served two processes yet to tell how alike their children are"
+    text += (
+        f"; their children alike at an intraclass correlation of {found.rho:.2f} by this "
+        f"session's data ({found.confidence:.0%} upper bound {found.upper:.2f}, from "
+        f"{found.zygotes} zygotes that served two or more)"
+    )
+    if not rules(r.rules).zygotes:
+        return text + f"; intervals not widened for it (rules {r.rules})"
+    if z.widening <= 1.0 + 5e-4:
+        return text + "; no interval needed widening"
+    return text + f"; intervals widened by up to {z.widening:.2f}x for it"
 
 
 def design_line(r: HostReport) -> str:
@@ -76,14 +101,14 @@ def header_lines(r: HostReport) -> list[str]:
         f"Sessions: {', '.join(r.sessions)}",
         *([f"Workload: {r.workload}"] if r.workload else []),
         f"Baseline: {r.baseline} (its two processes per round averaged); {r.rounds} rounds; "
-        f"{len(r.benchmarks)} benchmarks",
-        *([FORKED_LINE] if r.forked else []),
+        f"{len(r.benchmarks)} benchmarks{weighted(r)}",
+        *([zygote_line(r)] if r.forked else []),
         design_line(r),
         (
             f"Error control: every claim below holds together with probability at least "
-            f"{1 - ALPHA:.0%} (verdicts {SPLIT['ranking']:.1%}, which could be the fastest "
-            f"{SPLIT['selection']:.1%}, per benchmark {SPLIT['benchmarks']:.1%}, seed "
-            f"experiments {SPLIT['experiments']:.1%}; "
+            f"{1 - ALPHA:.0%} (verdicts {r.split['ranking']:.1%}, which could be the fastest "
+            f"{r.split['selection']:.1%}, per benchmark {r.split['benchmarks']:.1%}, seed "
+            f"experiments {r.split['experiments']:.1%}; "
             + (
                 "max-t within each, variances moderated across the comparisons"
                 if rules(r.rules).maxt
@@ -205,6 +230,7 @@ LOOK_HEADER = [
     "resolved to",
     "margin",
     "out now, or resting",
+    "answer",
 ]
 
 
@@ -215,8 +241,10 @@ def look_rows(r: HostReport) -> list[list[str]]:
             [
                 *(f"{e.config} (trails {e.slower_than})" for e in look.eliminated),
                 *(f"{c} (rests, known to the target)" for c in look.rested),
+                *(["held: the A/A control cannot tell the baseline from itself yet"]
+                  if look.held else []),
             ]
-        )
+        )  # fmt: skip
         rows.append(
             [
                 str(look.round),
@@ -225,6 +253,7 @@ def look_rows(r: HostReport) -> list[list[str]]:
                 f"±{pct(look.resolution)}",
                 pct(look.margin),
                 out,
+                look.answer or "-",
             ]
         )
     return rows
@@ -361,14 +390,19 @@ def bench_title(r: HostReport) -> str:
     )
 
 
-LOOK_COLUMNS = ["after round", "running", "leading tier", "resolved to", "margin", "put out"]
+LOOK_COLUMNS = [
+    "after round", "running", "leading tier", "resolved to", "margin", "put out", "answer",
+]  # fmt: skip
 
 
 def look_table(r: HostReport) -> list[list[str]]:
-    """The looks, with how many configs each put out (out_lines names them)."""
+    """The looks, with how many configs each put out (out_lines names them; "held": none, the
+    A/A control not yet able to tell the baseline from itself) and the answer each decided."""
     return [
         [str(look.round), str(len(look.active)), str(len(look.leading)),
-         f"±{pct(look.resolution)}", pct(look.margin), str(len(look.eliminated))]
+         f"±{pct(look.resolution)}", pct(look.margin),
+         "held" if look.held and not look.eliminated else str(len(look.eliminated)),
+         look.answer or "-"]
         for look in r.looks
     ]  # fmt: skip
 
@@ -491,82 +525,3 @@ def gate_markdown(verdict: Gate, fail_above: float) -> str:
 
 # --------------------------------------------------------------------------------------------
 # JSON
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
-def _estimate_json(e: Estimate) -> dict[str, Any]:
-    data = asdict(e)
-    for key in ("ratio", "low", "high", "p", "level", "sd"):
-        data[key] = _finite(data[key])
-    return data
-
-
-def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> dict[str, Any]:
-    return {
-        "schema": COMPARE_SCHEMA,
-        "alpha": ALPHA,
-        "alpha_split": SPLIT,
-        "hosts": [
-            {
-                "host": r.host_key,
-                "sessions": r.sessions,
-                "design": {
-                    "kind": r.design.kind,
-                    "first": r.design.first,
-                    "horizon": r.design.horizon,
-                    "resolve": r.design.resolve,
-                    "budget_s": r.design.budget_s,
-                    "rules": r.rules,
-                },
-                "stop": asdict(r.stop) if r.stop else None,
-                "baseline": r.baseline,
-                "rounds": r.rounds,
-                "benchmarks": r.benchmarks,
-                "units": r.units,
-                "margins": r.margins,
-                "margin_source": r.margin_source,
-                "decision": {
-                    "kind": r.decision.kind,
-                    "config": r.decision.config,
-                    "margin": r.decision.margin,
-                    "floors": {c: _finite(f) for c, f in r.decision.floors.items()},
-                },
-                "resolution": _finite(r.resolution),
-                "fixed_equivalent": r.fixed_equivalent,
-                "processes": r.processes,
-                "benchmark_s": r.benchmark_s,
-                "throughput": {
-                    c: {b: r.medians[(c, b)] for b in r.benchmarks if (c, b) in r.medians}
-                    for c in r.configs
-                    if any((c, b) in r.medians for b in r.benchmarks)
-                },
-                "aa": {k: _estimate_json(v) for k, v in r.aa.items()},
-                "warnings": r.warnings,
-                "replay": r.replay,
-                "ranking": [_estimate_json(e) for e in r.ranking],
-                "tiers": r.tiers,
-                "out": [asdict(c) for c in r.out],
-                "looks": [look_json(look) for look in r.looks],
-                "flags": {c: asdict(f) for c, f in r.flags.items()},
-                "estimates": [_estimate_json(e) for e in r.estimates.values()],
-                "failures": [asdict(f) for f in r.failures],
-                "answer": asdict(r.answer),
-                "choice": asdict(r.choice) if r.choice else None,
-                "contrasts": [_estimate_json(e) for e in r.contrasts],
-            }
-            for r in reports
-        ],
-        "against": (
-            {
-                "changes": [asdict(c) for c in verdict.changes],
-                "missing": [asdict(m) for m in verdict.missing],
-                "notes": verdict.notes,
-                "strangers": verdict.strangers,
-            }
-            if verdict is not None
-            else None
-        ),
-    }

@@ -11,7 +11,7 @@ from typing import Any
 import jinja2
 
 from tfbuild import __version__
-from tfbuild.analysis.estimates import OVERALL, SPLIT
+from tfbuild.analysis.estimates import OVERALL
 from tfbuild.analysis.host_report import HostReport
 from tfbuild.machine.cpu import level_name
 from tfbuild.machine.profile import HostProfile
@@ -274,5 +274,5 @@ def compare_html(reports: Sequence[HostReport]) -> str:
         hosts=hosts,
         answer=answer_lines(reports),
         version=__version__,
-        selection_level=f"{1 - SPLIT['selection']:.1%}",
+        selection_level=", ".join(sorted({f"{1 - r.split['selection']:.1%}" for r in reports})),
     )

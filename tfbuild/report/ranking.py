@@ -14,7 +14,6 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from tfbuild.analysis.estimates import SPLIT
 from tfbuild.analysis.gate import Gate
 from tfbuild.analysis.host_report import HostReport
 from tfbuild.report.comparison import (
@@ -102,7 +101,7 @@ def _ranking(r: HostReport, everything: bool) -> Table:
     lead = "the leading tier and the baseline" if not everything else "every config"
     return _grid(
         f"Ranking: {lead} (geometric mean over the benchmarks vs the baseline; the leading "
-        f"tier holds a fastest config with probability at least {1 - SPLIT['selection']:.1%})",
+        f"tier holds a fastest config with probability at least {1 - r.split['selection']:.1%})",
         ranking_columns(r, everything),
         ranking_table_rows(r, everything),
         {"verdict": STYLE},

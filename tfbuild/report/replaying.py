@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tfbuild.analysis.replay import Replayed
-from tfbuild.results.model import DECISIONS, Look, Results
+from tfbuild.results.model import Look, Results
+from tfbuild.results.rules import DECISIONS
 from tfbuild.wording import half_width
 
 
@@ -40,6 +41,8 @@ def summary(r: Replayed) -> dict[str, Any]:
                     "rested": list(look.rested),
                     "leading": list(look.leading),
                     "resolution": look.resolution,
+                    "answer": look.answer,
+                    "held": look.held,
                 }
                 for look in looks
             ],
@@ -61,20 +64,31 @@ def summary(r: Replayed) -> dict[str, Any]:
 
 
 def _looks_table(looks: Sequence[Look]) -> list[str]:
-    rows = [("after round", "running", "put out", "resting", "leading", "resolution")]
+    """One row per look: what ran, what it put out ("held": nothing, its A/A control not yet
+    able to tell the baseline from itself), what it rested (rules 4), what led, how well, and
+    the answer it decided (rules 6)."""
+    resting = any(look.rested for look in looks)
+    head = ("after round", "running", "put out", *(("resting",) if resting else ()), "leading",
+            "resolution", "answer")  # fmt: skip
+    rows = [head]
     for look in looks:
         rows.append(
             (
                 str(look.round),
                 str(len(look.active)),
-                str(len(look.eliminated)),
-                str(len(look.rested)),
+                "held" if look.held and not look.eliminated else str(len(look.eliminated)),
+                *((str(len(look.rested)),) if resting else ()),
                 str(len(look.leading)),
                 half_width(look.resolution),
+                look.answer or "-",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  " + "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    return [
+        "  " + "  ".join(c.ljust(w) if i == len(head) - 1 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+        for row in rows
+    ]  # fmt: skip
 
 
 def replay_text(path: str, r: Replayed) -> str:

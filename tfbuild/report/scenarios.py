@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-HEAD = ("scenario", "what is true", "right", "wrong", "inconclusive", "processes", "verdicts")
+HEAD = (
+    "scenario", "what is true", "right (>=)", "wrong (<=)", "inconclusive (<=)", "processes",
+    "verdicts", "targets",
+)  # fmt: skip
+
+
+def _rate(t: Mapping[str, Any], key: str, bound: str) -> str:
+    n = t["sessions"]
+    return f"{t[key] / n:.1%} ({t[bound]:.1%})"
 
 
 def _rows(doc: Mapping[str, Any]) -> list[tuple[str, ...]]:
@@ -18,41 +26,48 @@ def _rows(doc: Mapping[str, Any]) -> list[tuple[str, ...]]:
             (
                 str(t["scenario"]),
                 str(t["about"]),
-                f"{t['right'] / n:.1%}",
-                f"{t['wrong'] / n:.1%}",
-                f"{t['inconclusive'] / n:.1%}",
+                _rate(t, "right", "right_lower"),
+                _rate(t, "wrong", "wrong_upper"),
+                _rate(t, "inconclusive", "inconclusive_upper"),
                 f"{decided:g}" if decided is not None else "-",
-                f"{t.get('benchmark_wrong', 0) / n:.1%}",
+                f"{t['benchmark_wrong'] / n:.1%}",
+                "missed: " + "; ".join(t["misses"]) if t["misses"] else "met",
             )
         )
     return rows
 
 
 def summary_line(doc: Mapping[str, Any]) -> str:
-    """The answer first: the worst wrong share over the scenarios, and where."""
-    worst = max(doc["scenarios"], key=lambda t: t["wrong"] / t["sessions"])
+    """The answer first: the worst wrong share and its bound over the scenarios, and whether
+    every scenario met its targets."""
+    worst = max(doc["scenarios"], key=lambda t: t["wrong_upper"])
     share = worst["wrong"] / worst["sessions"]
-    found = (
-        f"at most {share:.1%} of the sessions of any scenario ({worst['scenario']})"
-        if share > 0
-        else "none"
+    missed = [t["scenario"] for t in doc["scenarios"] if t["misses"]]
+    targets = doc["targets"]
+    met = (
+        "every scenario meets its targets"
+        if not missed
+        else f"{len(missed)} of {len(doc['scenarios'])} miss their targets ({', '.join(missed)})"
     )
-    verdicts = max(t.get("benchmark_wrong", 0) / t["sessions"] for t in doc["scenarios"])
+    verdicts = max(t["benchmark_wrong"] / t["sessions"] for t in doc["scenarios"])
     return (
-        f"Wrong answers: {found}; sessions with a wrong per-benchmark verdict: "
-        f"{'none' if verdicts == 0 else f'at most {verdicts:.1%}'}; in {doc['sessions']} "
-        f"simulated sessions per scenario "
-        f"(decision rules {doc['rules']}, the {doc['margin']:.0%} margin, answers at "
-        f"{doc['confidence']:.1%} confidence)."
+        f"Wrong answers: at most {share:.1%} of the sessions of a scenario (one-sided 95 % "
+        f"bound {worst['wrong_upper']:.1%}, {worst['scenario']}); {met} (wrong at most "
+        f"{targets['wrong']:.1%}, its bound {targets['wrong_bound']:.1%}; right at least "
+        f"{targets['right']:.0%} where one config leads by twice the margin); sessions with a "
+        f"wrong per-benchmark verdict: {'none' if verdicts == 0 else f'at most {verdicts:.1%}'}; "
+        f"in {doc['sessions']} simulated sessions per scenario (decision rules {doc['rules']}, "
+        f"the {doc['margin']:.0%} margin, answers at {doc['confidence']:.1%} confidence)."
     )
 
 
 def _legend(doc: Mapping[str, Any]) -> str:
     return (
-        f"right, wrong, inconclusive: shares of the sessions' answers; processes: the median "
+        "right, wrong, inconclusive: shares of the sessions' answers, each with its one-sided "
+        "95 % bound (Clopper-Pearson; right's lower, the others' upper); processes: the median "
         f"benchmark processes of the sessions that answered (each {doc['process_s']:g} s; the "
-        f"budget {doc['budget_s'] / 60:g} min); verdicts: the share of sessions whose report "
-        f"held a per-benchmark verdict the truth contradicts"
+        f"budget {doc['budget_s'] / 60:g} min); verdicts: the share of sessions whose report held "
+        "a per-benchmark verdict the truth contradicts; targets: the scenario's own"
     )
 
 
@@ -62,7 +77,7 @@ def scenarios_text(doc: Mapping[str, Any]) -> str:
     lines = [summary_line(doc), ""]
     for k, row in enumerate(rows):
         cells = [
-            c.ljust(w) if i < 2 else c.rjust(w)
+            c.ljust(w) if i in (0, 1, 7) else c.rjust(w)
             for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ]
         lines.append("  ".join(cells).rstrip())
@@ -74,7 +89,7 @@ def scenarios_text(doc: Mapping[str, Any]) -> str:
 
 def scenarios_markdown(doc: Mapping[str, Any]) -> str:
     lines = [summary_line(doc), "", "| " + " | ".join(HEAD) + " |"]
-    lines.append("|" + "|".join(["---", "---", "---:", "---:", "---:", "---:", "---:"]) + "|")
+    lines.append("|" + "|".join(["---", "---", *["---:"] * 5, "---"]) + "|")
     lines += ["| " + " | ".join(row) + " |" for row in _rows(doc)]
     lines += ["", _legend(doc)]
     return "\n".join(lines) + "\n"

@@ -48,8 +48,8 @@ from tfbuild.results.model import (
     VariantRecord,
     WheelRecord,
     Workload,
-    known_rules,
 )
+from tfbuild.results.rules import known_rules
 from tfbuild.runtime.records import RuntimeRecord
 from tfbuild.store import Manifest
 
@@ -256,6 +256,7 @@ def process_fields(data: Mapping[str, Any], entry: Callable[[Mapping[str, Any]],
         "threads": data.get("threads"),
         "benchmarks": {name: entry(e) for name, e in data["benchmarks"].items()},
         "failure": record(RunFailure, failure) if failure else None,
+        "zygote": data.get("zygote"),
     }
 
 
@@ -325,6 +326,8 @@ def _look(data: Mapping[str, Any]) -> Look:
         aa_fit=bool(data.get("aa_fit", True)),
         rested=tuple(data.get("rested", ())),
         floors=dict(data.get("floors") or {}),
+        answer=data.get("answer"),
+        held=bool(data.get("held", False)),
     )
 
 
@@ -461,6 +464,7 @@ def process_json(run: ProcessRecord[T], entry: Callable[[T], dict[str, Any]]) ->
         "threads": run.threads,
         "benchmarks": {name: entry(b) for name, b in run.benchmarks.items()},
         "failure": failure,
+        **({"zygote": run.zygote} if run.zygote is not None else {}),
     }
 
 
@@ -508,6 +512,8 @@ def look_json(look: Look) -> dict[str, Any]:
         **({} if look.aa_fit else {"aa_fit": False}),
         **({"rested": list(look.rested)} if look.rested else {}),
         **({"floors": dict(look.floors)} if look.floors else {}),
+        **({"answer": look.answer} if look.answer is not None else {}),
+        **({"held": True} if look.held else {}),
     }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar, get_args
@@ -20,8 +20,9 @@ from typing import Any, Generic, Literal, TypeVar, get_args
 from tfbuild.config.model import PipSettings
 from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import HostProfile
+from tfbuild.results.rules import DECISIONS, rules
 from tfbuild.runtime.records import RuntimeRecord
-from tfbuild.stats import LOOK_GROWTH, look_schedule
+from tfbuild.sequential import look_schedule
 from tfbuild.store import Artifact, Manifest
 
 SCHEMA = "tfbuild.results/2"
@@ -86,8 +87,9 @@ E = TypeVar("E")
 
 @dataclass(frozen=True, kw_only=True)
 class ProcessRecord(Generic[E]):
-    """One config run once, in a fresh process, in one round, whatever it timed: each
-    benchmark's entry (E) is a bench session's samples or a calibration's timed steps."""
+    """One config run once, in its own process (fresh, or forked from a zygote), in one round,
+    whatever it timed: each benchmark's entry (E) is a bench session's samples or a
+    calibration's timed steps."""
 
     round: int
     position: int | None
@@ -103,6 +105,9 @@ class ProcessRecord(Generic[E]):
     """The thread pools and environment in force inside the process, as the payload saw them."""
     benchmarks: Mapping[str, E] = field(default_factory=dict)
     failure: RunFailure | None = None
+    zygote: str | None = None
+    """The zygote a forked process came from (its id, unique within the session); None for a
+    fresh process, and for a forked one recorded before zygotes were (unknown)."""
 
     @property
     def ok(self) -> bool:
@@ -245,6 +250,13 @@ class Look:
     1 / (1 + margin) it is within the margin of the fastest, and the session's answer is
     decided."""
 
+    answer: str | None = None
+    """Rules 6: the config the answer names at this look when it is decided there (the baseline:
+    keep it; analysis.answer.decide), the A/A control aside; None while it is open."""
+    held: bool = False
+    """Rules 6: nothing was put out at this look, its A/A control being wider than the span the
+    answer allows (it could not yet tell the baseline from itself)."""
+
     @property
     def stopped(self) -> frozenset[str]:
         """The configs that run no more rounds from this look on: put out, or rested."""
@@ -256,14 +268,6 @@ class Look:
         return within_margin(self.floors, self.margin)
 
 
-def answer_config(known: Sequence[str], baseline: str, ratio: Callable[[str], float]) -> str | None:
-    """Rules 5: of the configs known within the margin of the fastest, the one the answer
-    names: the baseline (keep it), else the one furthest ahead of the baseline."""
-    if baseline in known:
-        return baseline
-    return max(known, key=ratio, default=None)
-
-
 def within_margin(floors: Mapping[str, float | None], margin: float) -> list[str]:
     """The configs whose floor (their throughput's lower bound over the fastest of the others;
     None or inf for a config alone) shows them within `margin` of the fastest, best first."""
@@ -272,75 +276,14 @@ def within_margin(floors: Mapping[str, float | None], margin: float) -> list[str
     return sorted((c for c, f in known.items() if f >= bound), key=lambda c: -known[c])
 
 
-DECISIONS = 5
-"""The rules a sequential session's looks are decided by, recorded with its design so that its
-looks replay exactly: 1, Bonferroni within each family, each comparison's own variance, Pocock
-spending for every comparison, looks about 35 % apart; 2, max-t levels for comparisons that
-share a config (Dunnett 1955; Hsu 1984), variances moderated across the comparisons of a look
-(Smyth 2004), Pocock spending for eliminations and t^2 for the intervals, looks about 20 %
-apart; 3, as 2, and a session stops on its data (the leading tier resolved, or the baseline
-alone leading) only when its A/A control is within the span the answer allows; 4, as 3, and a
-leading config whose interval is within the target while another leading config's is not rests:
-it runs no more rounds and is judged at that look (its claims hold at every look); 5, as 2, and
-the session stops when its answer is decided: a leading config is known, by the same family that
-puts configs out, to be within the indifference margin (the design's `resolve`, never below the
-spread of one process) of the fastest, and the A/A control does not show the baseline unlike
-itself; no config rests."""
-
-
-@dataclass(frozen=True)
-class Rules:
-    """What one version of the decision rules (DECISIONS) does, by name: code asks the version
-    a session was decided by for these, never compares version numbers."""
-
-    version: int
-    look_growth: float
-    """How far apart the scheduled looks are (stats.look_schedule's growth)."""
-    maxt: bool
-    """Max-t levels within a family, variances moderated across a look's comparisons, and the
-    two-sided intervals spending alpha along t^2 (else Bonferroni, own variances, Pocock)."""
-    aa_gate: bool
-    """A session stops on its data only when its A/A control is within the span the answer
-    allows."""
-    rests: bool
-    """A leading config known to the target while another is not rests."""
-    answer_decides: bool
-    """The session stops when its answer is decided (a leading config known to be within the
-    indifference margin of the fastest, the A/A control not showing the baseline unlike itself);
-    the design's `resolve` is that margin."""
-
-
-RULES: dict[int, Rules] = {
-    #        version look_growth  maxt   aa_gate rests  answer_decides
-    1: Rules(1,      1.35,        False, False,  False, False),
-    2: Rules(2,      LOOK_GROWTH, True,  False,  False, False),
-    3: Rules(3,      LOOK_GROWTH, True,  True,   False, False),
-    4: Rules(4,      LOOK_GROWTH, True,  True,   True,  False),
-    5: Rules(5,      LOOK_GROWTH, True,  False,  False, True),
-}  # fmt: skip
-"""Every version of the decision rules sessions have been decided by (DECISIONS the newest)."""
-
-
-def rules(version: int) -> Rules:
-    """The rules of a version (known_rules refuses, when results are read, one not known)."""
-    return RULES[version]
-
-
-def known_rules(value: Any) -> int:
-    """A recorded rules version, when this tfbuild knows it (ValueError saying so else)."""
-    version = int(value)
-    if version not in RULES:
-        raise ValueError(
-            f"decided by rules {version}, which this tfbuild does not know (it knows "
-            f"{min(RULES)}-{max(RULES)}); a newer tfbuild wrote it"
-        )
-    return version
+DEFAULT_MARGIN = 0.05
+"""The indifference margin of a design that names none (a fixed one): the default matrix's."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Design:
     """How a session chose its rounds: a fixed number, or sequentially with looks scheduled
-    from `first` to the error-control horizon (stats.look_schedule), until the leading tier is
+    from `first` to the error-control horizon (sequential.look_schedule), until the leading tier is
     resolved to `resolve` or the budget runs out."""
 
     kind: str
@@ -356,6 +299,12 @@ class Design:
     @property
     def sequential(self) -> bool:
         return self.kind == "sequential"
+
+    @property
+    def margin(self) -> float:
+        """The indifference margin the session answers at: `resolve`, DEFAULT_MARGIN for a
+        design that names none (a fixed one)."""
+        return self.resolve if self.resolve is not None else DEFAULT_MARGIN
 
     @property
     def schedule(self) -> tuple[int, ...]:

@@ -93,6 +93,8 @@ class RunOutcome:
     stderr: str
     wall_s: float
     timed_out: bool = False
+    zygote: str | None = None
+    """The zygote the process was forked from (its id); None for a fresh process."""
 
     @property
     def stderr_tail(self) -> str:
@@ -120,10 +122,11 @@ class RuntimeEnv(ABC):
         cpus: Sequence[int] | None,
         timeout: float,
         zygote: str | None = None,
+        live: int | None = None,
     ) -> RunOutcome:
         """Run the payload with `config`, pinned to `cpus`, in a fresh process; `env` is the
-        tuning's variables. With `zygote` (the config's name), the process is forked from that
-        config's zygote instead (tfbuild.runtime.forked)."""
+        tuning's variables. With `zygote` (the config's name), the process is forked from one
+        of that config's `live` zygotes instead (tfbuild.runtime.forked.LIVE when None)."""
 
     @abstractmethod
     def close(self) -> None:

@@ -291,6 +291,7 @@ class DockerRuntime(RuntimeEnv):
         cpus: Sequence[int] | None,
         timeout: float,
         zygote: str | None = None,
+        live: int | None = None,
     ) -> RunOutcome:
         if self.image is None:
             raise InstallError("the runtime image is not prepared")
@@ -309,6 +310,7 @@ class DockerRuntime(RuntimeEnv):
             made = self.zygotes.get(
                 zygote_key(env, cpus, zygote),
                 lambda: ContainerZygote(self._spec(ZYGOTE_COMMAND, "zygote", env, cpus, mounts)),
+                live,
             )
             return made.run(config, timeout)
         inputs = _bench_inputs(config)

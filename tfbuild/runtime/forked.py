@@ -2,22 +2,29 @@
 that has imported TensorFlow once (tfbuild/bench/zygote.py), instead of a new interpreter each.
 
 A zygote serves one config (its tuning's environment is in force before TensorFlow starts, as
-for a fresh process) and at most CHILDREN children: then the next process of that config gets a
-new zygote, so a session's processes of a config come from several zygotes, each with its own
-address-space layout, as fresh processes each have theirs. A zygote is started, and waited for
-until it has imported TensorFlow, before the child is asked for: its import never runs beside
-a measurement."""
+for a fresh process) and at most CHILDREN children, then is replaced. Each config has LIVE
+zygotes alive at once and its processes come from them in turns, each cycle in a random order
+(`Turns`): a config's consecutive processes come from different zygotes,
+so a zygote's own level, which its children share, is spread over the session's rounds instead
+of lining up with a run of them, and a session's first rounds already hold several zygotes of
+each config. Every process records the zygote it came from, and the analysis estimates how alike
+a zygote's children are from the session itself (tfbuild.analysis.zygotes). A zygote is
+started, and waited for until it has imported TensorFlow, before the child is asked for: its
+import never runs beside a measurement."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -29,10 +36,16 @@ from tfbuild.runtime.records import PayloadConfig
 
 ZYGOTE = PAYLOAD.with_name("zygote.py")
 """The zygote's program, shipped beside the payload."""
-CHILDREN = 5
-"""Processes one zygote forks before the next process of its config gets a new one: a zygote's
-memory layout is one draw shared by its children, so a config's processes must come from
-several (a session of 10 rounds: 2 zygotes per config), and each new zygote costs an import."""
+CHILDREN = 3
+"""Processes one zygote forks before it is replaced: a zygote's memory layout is one draw shared
+by its children, so a config's processes must come from several, and each new zygote costs an
+import."""
+LIVE = 3
+"""Zygotes of one config alive at once, its processes drawn from them in turns (`Turns`), where
+the machine's memory allows it (`live_zygotes`)."""
+ZYGOTE_BYTES = 400 * 2**20
+"""What one zygote is taken to hold of the machine's memory (a zygote of tensorflow-cpu 2.21
+measured 250 MB proportional set size, its shared libraries aside)."""
 START_S = 600.0
 """How long a zygote may take to import TensorFlow."""
 GRACE_S = 60.0
@@ -55,6 +68,8 @@ class Zygote(ABC):
     def __init__(self) -> None:
         self.children = 0
         self.started = False
+        self.id = uuid.uuid4().hex[:12]
+        """Which zygote this is, as each of its children's records say."""
 
     @abstractmethod
     def _start(self) -> None:
@@ -87,15 +102,14 @@ class Zygote(ABC):
                 return self._given_up(exc)
         self.children += 1
         try:
-            return self._child(config, timeout)
+            return dataclasses.replace(self._child(config, timeout), zygote=self.id)
         except ZygoteGone as exc:
             return self._given_up(exc)
 
     def _given_up(self, exc: ZygoteGone) -> RunOutcome:
-        """The asked-for process fails with the zygote's reason; the next process of the
-        config gets a new zygote."""
+        """The asked-for process fails with the zygote's reason; the zygote is replaced."""
         self.children = CHILDREN
-        return RunOutcome(exc.status, None, f"{exc}\n{self.log()}", 0.0)
+        return RunOutcome(exc.status, None, f"{exc}\n{self.log()}", 0.0, zygote=self.id)
 
     def request(self, config: str, result: str, stderr: str, timeout: float) -> dict[str, Any]:
         """A benchmark process's request, as zygote.py reads it."""
@@ -210,28 +224,65 @@ class LocalZygote(Zygote):
         pip.remove_tree(self.folder)
 
 
+def live_zygotes(configs: int, available: int | None) -> int:
+    """How many zygotes each of `configs` keeps alive at once: LIVE, or fewer (one at least)
+    where LIVE of every config would take more than half of the `available` memory."""
+    if available is None or configs <= 0:
+        return LIVE
+    return max(1, min(LIVE, available // 2 // (configs * ZYGOTE_BYTES)))
+
+
+class Turns:
+    """Which of a config's `live` zygotes forks its next process: each cycle visits every one of
+    them once, in an order drawn at random, never beginning with the one the cycle before
+    ended with. So a zygote's children are spread over the session's rounds, one a cycle, never
+    two in a row; a zygote that has served CHILDREN is replaced at its next turn, and all of
+    them in step, a generation every CHILDREN cycles."""
+
+    def __init__(self, live: int, rng: random.Random) -> None:
+        self.live = live
+        self.rng = rng
+        self.left: list[int] = []
+        self.last: int | None = None
+
+    def next(self) -> int:
+        if not self.left:
+            self.left = list(range(self.live))
+            self.rng.shuffle(self.left)
+            if self.live > 1 and self.left[0] == self.last:
+                self.left.append(self.left.pop(0))
+        self.last = self.left.pop(0)
+        return self.last
+
+
 class Zygotes:
-    """The zygotes of one runtime, one per config at a time (keyed by the caller), each used
-    for CHILDREN processes, then replaced."""
+    """The zygotes of one runtime, up to LIVE per config (keyed by the caller), each used for
+    CHILDREN processes, then replaced."""
 
-    def __init__(self) -> None:
-        self.live: dict[str, Zygote] = {}
+    def __init__(self, rng: random.Random | None = None) -> None:
+        self.live: dict[str, list[Zygote | None]] = {}
+        self.turns: dict[str, Turns] = {}
+        self.rng = rng or random.Random()
 
-    def get(self, key: str, make: Callable[[], Zygote]) -> Zygote:
-        """The config's zygote; a new one (from `make()`) when it has none, or has served
-        CHILDREN processes."""
-        zygote = self.live.get(key)
+    def get(self, key: str, make: Callable[[], Zygote], live: int | None = None) -> Zygote:
+        """The zygote of the config's next process: one of its `live` (LIVE when None), in
+        turns (`Turns`), a new one (from `make()`) where that one has served CHILDREN processes,
+        or has not been made yet."""
+        slots = self.live.setdefault(key, [None] * (live or LIVE))
+        slot = self.turns.setdefault(key, Turns(len(slots), self.rng)).next()
+        zygote = slots[slot]
         if zygote is not None and zygote.children >= CHILDREN:
             zygote.close()
             zygote = None
         if zygote is None:
-            zygote = self.live[key] = make()
+            zygote = slots[slot] = make()
         return zygote
 
     def close(self) -> None:
         while self.live:
-            _, zygote = self.live.popitem()
-            zygote.close()
+            _, slots = self.live.popitem()
+            for zygote in filter(None, slots):
+                zygote.close()
 
 
 def zygote_key(env: Mapping[str, str], cpus: Sequence[int] | None, label: str) -> str:

@@ -141,13 +141,16 @@ class LocalVenv(RuntimeEnv):
         cpus: Sequence[int] | None,
         timeout: float,
         zygote: str | None = None,
+        live: int | None = None,
     ) -> RunOutcome:
         if not self.interpreter.exists():
             raise InstallError(f"runtime {self.path} is not prepared")
         config = self.with_traces(config)
         if zygote is not None:
             made = self.zygotes.get(
-                zygote_key(env, cpus, zygote), lambda: LocalZygote(self.interpreter, local_env(env))
+                zygote_key(env, cpus, zygote),
+                lambda: LocalZygote(self.interpreter, local_env(env)),
+                live,
             )
             return made.run(config.pinned(cpus), timeout)
         argv = [str(self.interpreter), str(PAYLOAD)]

@@ -19,18 +19,19 @@ from tfbuild.analysis.replay import replay
 from tfbuild.analysis.sessions import Session
 from tfbuild.errors import ResultsError
 from tfbuild.results.codec import load
-from tfbuild.results.model import DECISIONS, Look
+from tfbuild.results.model import Look
+from tfbuild.results.rules import DECISIONS
 
 RESULTS = FIXTURES / "results"
 
 
 def test_the_readme_session_is_answered_with_fewer_processes(tmp_path: Path) -> None:
     """default-run-epyc (recorded under the first rules: 223 processes to ±4.9 % after 30
-    rounds): today's rules, first look after round 3, stop at the look that knows a config
-    within the 5 % margin of the fastest, with 40 % fewer processes or more (122: 45 % fewer),
-    every one of them recorded, and answer as the recorded session's report does (use the same
-    config). The replayed session's looks replay exactly; written and read back, `compare`
-    leads with the same answer, stopped where the replay stopped."""
+    rounds): today's rules, first look after round 3, stop at the look that decides the answer
+    (a config shown faster than the baseline and within the 5 % margin of the fastest), with
+    40 % fewer processes or more, and answer as the recorded session's report does (use the
+    same config). The replayed session's looks replay exactly; written and read back,
+    `compare` leads with the same answer, stopped where the replay stopped."""
     path = RESULTS / "default-run-epyc.json.gz"
     recorded = load(path)
     assert recorded.design.decisions == 1 and len(recorded.runs) == 223
@@ -38,8 +39,8 @@ def test_the_readme_session_is_answered_with_fewer_processes(tmp_path: Path) -> 
     stop = r.replayed.session.stop
     assert stop is not None and stop.reason == "resolved", stop
     looks = r.replayed.looks or ()
-    assert looks[-1].round == stop.round and looks[-1].certified
-    assert r.missing == 0
+    assert looks[-1].round == stop.round
+    assert looks[-1].answer == "intel-avx512-2.14:physical-cores"
     assert r.processes <= 0.6 * len(recorded.runs), r.processes
     assert r.replayed.design.decisions == DECISIONS
     now = analyse_host([Session(path, r.replayed)])
@@ -59,7 +60,9 @@ def test_the_readme_session_is_answered_with_fewer_processes(tmp_path: Path) -> 
 
 def test_the_long_default_session_gets_a_tighter_tier_from_fewer_processes() -> None:
     """default-run (a slower machine; it ran to the horizon, ±10.9 %, 322 processes): replayed,
-    fewer processes and a narrower leading tier by the same horizon."""
+    fewer processes and a narrower leading tier by the same horizon; the configs far behind
+    are put out while the A/A control could not yet tell the baseline from itself at the
+    margin, because they trail by more than it shows two processes of one build land apart."""
     path = RESULTS / "default-run.json.gz"
     recorded = load(path)
     r = replay(recorded, 3)

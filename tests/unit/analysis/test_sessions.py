@@ -92,12 +92,13 @@ def test_compare_refuses_a_fresh_and_a_forked_session_by_its_exit_code(tmp_path:
 def test_a_forked_session_says_so_in_its_report_and_a_fresh_one_as_before(
     tmp_path: Path,
 ) -> None:
-    """The report's header names the way a forked session started its processes; a fresh
-    session's header is what it always was."""
+    """The report's header names the way a forked session started its processes, with its
+    zygotes (recorded before each process named its own: each config's processes in blocks of
+    five, as the runtime of the time forked them); a fresh session's header is what it always
+    was."""
     forked = compare(str(copy(tmp_path, "forked.json", "forked")))
     fresh = compare(str(RECORDED))
     assert forked.returncode == fresh.returncode == 0, forked.stderr + fresh.stderr
-    assert "Processes: forked, each from a zygote of its config (--processes)" in (
-        forked.stdout.splitlines()
-    )
+    said = " ".join(forked.stdout.split())
+    assert "Processes: forked from 18 zygotes of their configs (up to 5 each)" in said, said
     assert "zygote" not in fresh.stdout and "Processes:" not in fresh.stdout

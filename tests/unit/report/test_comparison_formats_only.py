@@ -19,7 +19,8 @@ from support.cli import RESULTS
 
 from tfbuild.analysis.host_report import HostReport, analyse_host
 from tfbuild.analysis.sessions import load_sessions
-from tfbuild.report.comparison import compare_json, compare_markdown
+from tfbuild.report.comparison import compare_markdown
+from tfbuild.report.document import compare_json
 from tfbuild.report.html import compare_html
 from tfbuild.report.ranking import compare_view
 

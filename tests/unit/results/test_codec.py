@@ -107,3 +107,30 @@ def test_each_schema_version_is_read_as_that_version_wrote_it(tmp_path: Path) ->
     mislabelled.write_text(json.dumps({**recorded, "schema": SCHEMA}))
     with pytest.raises(ResultsError, match=r"mislabelled\.json: looks: missing"):
         load(mislabelled)
+
+
+def test_a_forked_process_keeps_its_zygote_and_a_look_its_answer(tmp_path: Path) -> None:
+    """Each run names the zygote it was forked from, and a look of rules 6 the answer it
+    decided and whether it was held; written and read back, both are as they were, and the
+    file passes the schema. A run recorded before zygotes were (a fresh process, or a forked
+    one of an older session) reads as none."""
+    from dataclasses import replace
+
+    from support.env import FIXTURES
+
+    from tfbuild.results.codec import run_json, to_json
+    from tfbuild.results.documents import write_json
+    from tfbuild.results.model import Look
+
+    recorded = load(FIXTURES / "results" / "aa-run.json")
+    runs = tuple(replace(r, zygote=f"z{r.round // 3}-{r.config}") for r in recorded.runs)
+    look = replace((recorded.looks or ())[-1], answer="stock:default", held=True)
+    doc = replace(recorded, runs=runs, looks=(*(recorded.looks or ())[:-1], look))
+    path = tmp_path / "zygotes.json"
+    write_json(path, to_json(doc))
+    again = load(path)
+    assert [r.zygote for r in again.runs] == [r.zygote for r in runs]
+    last = (again.looks or ())[-1]
+    assert isinstance(last, Look) and (last.answer, last.held) == ("stock:default", True)
+    assert "zygote" not in run_json(recorded.runs[0])
+    assert {r.zygote for r in recorded.runs} == {None}

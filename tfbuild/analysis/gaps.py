@@ -1,0 +1,97 @@
+"""What the sessions did not measure: the configs that failed a round or a benchmark, and every
+failure with who and why, for the report's warnings and the gate."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tfbuild.analysis.estimates import Setup
+from tfbuild.analysis.sessions import Session
+
+
+@dataclass(frozen=True)
+class Trouble:
+    """One line of the report's failures: who failed, and where and why."""
+
+    who: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Gaps:
+    """What a config did not measure: it stays in the report with what it did."""
+
+    rounds: int
+    failed_rounds: int
+    missing: tuple[str, ...]
+    """Benchmarks without any result, so its overall level is over the others."""
+    failed_benchmarks: tuple[str, ...]
+    """Benchmarks that failed in at least one round."""
+
+    @property
+    def clean(self) -> bool:
+        return not (self.failed_rounds or self.missing or self.failed_benchmarks)
+
+    def text(self) -> str:
+        parts = []
+        if self.failed_rounds:
+            parts.append(f"failed in {self.failed_rounds} of {self.rounds} rounds")
+        if self.missing:
+            parts.append(f"no results for {', '.join(self.missing)} (overall over the rest)")
+        if self.failed_benchmarks and set(self.failed_benchmarks) != set(self.missing):
+            parts.append(f"{', '.join(self.failed_benchmarks)} failed in some rounds")
+        return "; ".join(parts)
+
+
+def gaps_of(sessions: Sequence[Session], setup: Setup, upto: int | None = None) -> dict[str, Gaps]:
+    """What each config (and the baseline) did not measure, where it measured anything (in the
+    rounds before `upto`)."""
+    rounds: dict[str, int] = defaultdict(int)
+    failed: dict[str, int] = defaultdict(int)
+    bench_failed: dict[str, set[str]] = defaultdict(set)
+    for s in sessions:
+        for run in s.results.runs:
+            if upto is not None and run.round >= upto:
+                continue
+            rounds[run.config] += 1
+            if run.failure is not None:
+                failed[run.config] += 1
+            for bench, entry in run.benchmarks.items():
+                if entry.error is not None:
+                    bench_failed[run.config].add(bench)
+    return {
+        c: Gaps(
+            rounds=rounds[c],
+            failed_rounds=failed[c],
+            missing=tuple(b for b in setup.benchmarks if b not in setup.measured.get(c, ())),
+            failed_benchmarks=tuple(sorted(bench_failed[c])),
+        )
+        for c in [*setup.compared, setup.baseline]
+        if rounds[c]
+    }
+
+
+def flagged(sessions: Sequence[Session], setup: Setup, upto: int | None = None) -> dict[str, str]:
+    """The configs that failed a round or a benchmark (before round `upto`), with what they
+    missed: never the one to use."""
+    return {c: g.text() for c, g in gaps_of(sessions, setup, upto).items() if not g.clean}
+
+
+def failures_of(sessions: Sequence[Session]) -> list[Trouble]:
+    """Every failure the sessions recorded: variants that could not be measured, runs that
+    failed and benchmarks that raised, each with who and why."""
+    failures = []
+    for s in sessions:
+        for f in s.results.failures:
+            failures.append(Trouble(", ".join(f.configs) or f.variant, f"{f.stage}: {f.reason}"))
+        for run in s.results.runs:
+            if run.failure is not None:
+                failures.append(Trouble(run.config, f"round {run.round + 1}: {run.failure.reason}"))
+            for bench, entry in run.benchmarks.items():
+                if entry.error is not None:
+                    failures.append(
+                        Trouble(f"{run.config} {bench}", f"round {run.round + 1}: {entry.error}")
+                    )
+    return failures
