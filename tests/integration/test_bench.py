@@ -21,6 +21,7 @@ from support.cli import run_tfbuild
 from support.docker import containers, inspected
 
 from tfbuild.resources import data_path
+from tfbuild.results.rules import DECISIONS
 from tfbuild.sequential import look_schedule
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
@@ -96,7 +97,7 @@ suite:
         "max_rounds": 4,
         "budget_s": 600.0,
         "resolve": 0.10,
-        "decisions": 5,
+        "decisions": DECISIONS,
     }
     assert doc["baseline"]["aa_config"] == "tf:default~aa"
     keys = {"tf:default", "tf:single-thread", "tf:default~aa"}
@@ -334,8 +335,9 @@ def test_sigill_is_explained(workspace: Path, tmp_path: Path) -> None:
 @pytest.mark.docker
 def test_quick_bench_in_runtime_containers(workspace: Path, base_image: str) -> None:
     """tensorflow-cpu from the index, installed into a runtime image and measured in
-    containers without network, as a non-root user: forked from a zygote container per config
-    (the fresh path in containers: test_remote_engine)."""
+    containers without network, as a non-root user: forked from zygote containers, a new one
+    for each of a config's first LIVE processes, each recorded with its runs (the fresh path in
+    containers: test_remote_engine)."""
     matrix = write_matrix(
         workspace / "docker",
         f"""\
@@ -359,8 +361,13 @@ suite: {{benchmarks: [gru-static, matmul-pinned]}}
     # session's id (other tests' sessions run meanwhile).
     session = doc["session"]["id"]
     ours = [a for a in seen.values() if a["Config"]["Labels"].get("org.tfbuild.session") == session]
-    # One zygote per config: the baseline and its A/A copy.
-    assert len(ours) == 2, "not one zygote container per config"
+    # Each config's two processes (the baseline's and its A/A copy's) came from two of its
+    # LIVE zygotes, one container each, and every run names the one it came from.
+    zygotes: dict[str, set[str]] = {run["config"]: set() for run in doc["runs"]}
+    for run in doc["runs"]:
+        zygotes[run["config"]].add(run["zygote"])
+    assert all(len(ids) == 2 for ids in zygotes.values()), zygotes
+    assert len(ours) == sum(map(len, zygotes.values())) == 4, "not one container per zygote"
     for attrs in ours:
         config, limits = attrs["Config"], attrs["HostConfig"]
         assert config["User"] == "10001:10001" and config["Image"] == runtime["image"]

@@ -5,7 +5,9 @@ lifetime, timeouts and failures."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
+import random
 import sys
 from pathlib import Path
 
@@ -30,22 +32,27 @@ def alive(pid: int) -> bool:
     return True
 
 
-def test_forked_processes_do_the_same_work_from_one_zygote_until_it_is_replaced(
+def test_forked_processes_do_the_same_work_from_their_zygotes_until_each_is_replaced(
     tf_python: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each zygote forks CHILDREN processes (2 here), then the config gets a new one; every
-    child says it was forked (TensorFlow was imported before it started) and by whom, and
-    times the same iterations and samples as a fresh process."""
+    """A config keeps two zygotes alive here, each forking CHILDREN processes (2 here) in turns,
+    never two in a row from one, then replaced; every child says it was forked (TensorFlow was
+    imported before it started) and by whom, and times the same iterations and samples as a
+    fresh process."""
     monkeypatch.setattr(forked, "CHILDREN", 2)
-    zygotes = Zygotes()
+    zygotes = Zygotes(random.Random(7))
     env = local_env({})
     try:
         outcomes = [
-            zygotes.get("c", lambda: LocalZygote(tf_python, env)).run(CONFIG, 600) for _ in range(3)
+            zygotes.get("c", lambda: LocalZygote(tf_python, env), live=2).run(CONFIG, 600)
+            for _ in range(5)
         ]
         fresh = run_payload([str(tf_python), str(PAYLOAD)], CONFIG, env, 600)
         zygote_pids = {
-            z.proc.pid for z in zygotes.live.values() if isinstance(z, LocalZygote) and z.proc
+            z.proc.pid
+            for slots in zygotes.live.values()
+            for z in slots
+            if isinstance(z, LocalZygote) and z.proc
         }
     finally:
         zygotes.close()
@@ -55,8 +62,11 @@ def test_forked_processes_do_the_same_work_from_one_zygote_until_it_is_replaced(
     assert all(r is not None and r["forked"] is True for r in results)
     assert fresh.result["forked"] is False and fresh.result["parent"] == os.getpid()
     parents = [r["parent"] for r in results if r is not None]
-    assert parents[0] == parents[1] != parents[2] and parents[2] in zygote_pids
-    assert len(set(r["pid"] for r in results if r is not None)) == 3
+    first = parents[:4]  # two zygotes, two children each, taking turns
+    assert len(set(first)) == 2 and all(first.count(p) == 2 for p in first), parents
+    assert all(a != b for a, b in itertools.pairwise(first)), parents
+    assert parents[4] not in first and parents[4] in zygote_pids, parents  # a replacement
+    assert len(set(r["pid"] for r in results if r is not None)) == 5
     for result in (*results, fresh.result):
         assert result is not None
         entry = result["benchmarks"]["matmul-pinned"]
