@@ -222,13 +222,14 @@ def test_bazels_progress_in_a_real_build_log(toy_store: Path) -> None:
 
 
 STEPS = """
-# Three steps of a second each, one after another, that the probe needs: bazel reports its
-# progress while they run, as it does through a long build.
+# Three steps of two seconds each, one after another, that the probe needs: bazel reports its
+# progress while they run (every second, --progress_report_interval=1 in the copy's .bazelrc),
+# as it does through a long build.
 [genrule(
     name = "step%d" % n,
     srcs = [":step%d" % (n - 1)] if n else [],
     outs = ["step%d.txt" % n],
-    cmd = "sleep 1; echo %d > $@" % n,
+    cmd = "sleep 2; echo %d > $@" % n,
 ) for n in range(3)]
 """
 
@@ -238,8 +239,10 @@ def test_a_build_watched_on_a_terminal_shows_bazels_progress_with_an_eta(
 ) -> None:
     """`tfbuild build` at a terminal: the live line shows the actions bazel has done of its
     total, and once they move, the time left. A real bazel build of the toy recipe, whose probe
-    waits on three one-second steps, so that bazel prints progress more than once (its rate
-    limit at 0.1 s in the copy's .bazelrc); its own cache folder, so every action runs."""
+    waits on three two-second steps, so that bazel prints progress more than once (its rate
+    limit at 0.1 s, and a report of the running action every second, in the copy's .bazelrc;
+    without the report, bazel 4.2 at times printed only its first line); its own cache folder, so
+    every action runs."""
     source = tmp_path / "src"
     shutil.copytree(TOY / "src", source)
     build = (source / "BUILD").read_text()
@@ -248,7 +251,7 @@ def test_a_build_watched_on_a_terminal_shows_bazels_progress_with_an_eta(
         + STEPS
     )
     with (source / ".bazelrc").open("a") as bazelrc:
-        bazelrc.write("build --show_progress_rate_limit=0.1\n")
+        bazelrc.write("build --show_progress_rate_limit=0.1 --progress_report_interval=1\n")
     status, output = on_terminal(
         "build", "--matrix", str(TOY / "matrix.yaml"), "--tf-source", str(source),
         "--store", str(tmp_path / "store"), "--bazel-cache", str(tmp_path / "cache"),
