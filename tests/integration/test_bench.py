@@ -82,10 +82,13 @@ tunings:
 suite:
   benchmarks: [matmul-pinned, input-pinned]
   presets:
-    quick: {{budget: 10m, resolve: 10%, max_rounds: 4}}
+    quick: {{budget: 5m per config, resolve: 10%, max_rounds: 4}}
 """,
     )
-    proc = bench(workspace, matrix, "--quick", "--min-rounds", "3", "--host-key", "ci-pool")
+    proc = bench(
+        workspace, matrix, "--quick", "--min-rounds", "3", "--host-key", "ci-pool",
+        "--weight", "input-pinned=0.5",
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     path, doc = only_results(matrix)
     session = doc["session"]
@@ -95,11 +98,12 @@ suite:
         "kind": "sequential",
         "min_rounds": 3,
         "max_rounds": 4,
-        "budget_s": 600.0,
+        "budget_s": 900.0,  # 5 min for each of the two configs and the A/A control
         "resolve": 0.10,
         "decisions": DECISIONS,
     }
     assert doc["baseline"]["aa_config"] == "tf:default~aa"
+    assert doc["suite"]["weights"] == {"input-pinned": 0.5}  # what the looks weighed
     keys = {"tf:default", "tf:single-thread", "tf:default~aa"}
     assert len(doc["order"]) >= 3 and all(set(order) == keys for order in doc["order"][:3])
     assert all({"tf:default", "tf:default~aa"} <= set(order) for order in doc["order"])
@@ -138,7 +142,8 @@ suite:
     (host,) = json.loads(report.stdout)["hosts"]
     assert host["host"] == "ci-pool"
     assert {e["config"] for e in host["ranking"]} == {"tf:default", "tf:single-thread"}
-    assert host["looks"] == doc["looks"] and host["replay"] == []
+    assert host["looks"] == doc["looks"] and host["replay"] == []  # replayed on its weights
+    assert host["weights"] == {"matmul-pinned": 1.0, "input-pinned": 0.5}
     html = matrix.parent / "report.html"
     assert run_tfbuild("compare", str(path), "--format", "html", "-o", str(html)).returncode == 0
     assert html.read_text().count("data:image/png;base64,") == 2

@@ -79,15 +79,24 @@ def test_readme_states_the_suite_and_design_the_code_has() -> None:
         f"fixed number of steps ({gru} for the GRUs, {matmul} for the matmuls, {loop} for the "
         "input loops" in text
     )
-    suite = load_matrix(default_matrix_path()).suite
+    matrix = load_matrix(default_matrix_path())
+    suite = matrix.suite
     default, quick = suite.preset(None), suite.preset("quick")
-    assert default.budget_s is not None and default.resolve is not None
-    assert quick.budget_s is not None and quick.resolve is not None
+    assert default.budget is not None and default.resolve is not None
+    assert quick.budget is not None and quick.resolve is not None
+    assert default.budget.per_config and quick.budget.per_config
+    # the default run: the baseline's tunings and the A/A control; --with intel-2023 adds its set
+    runs = len(matrix.tunings) + 1
+    intel = next(s for s in matrix.opt_in if s.name == "intel-2023")
+    wide = len(matrix.tunings) * (1 + len(intel.variants)) + 1
+    quick_s, default_s = quick.budget.total(runs), default.budget.total(runs)
     assert f"every config runs `--min-rounds` ({default.min_rounds})" in text
     assert f"or at `max_rounds` ({default.max_rounds})" in text
+    assert quick_s == quick.budget.at_least
     assert (
-        f"`--quick` is a {quick.budget_s / 60:.0f}-minute budget at a "
-        f"{quick.resolve * 100:.0f} % margin" in text
+        f"`--quick` is a {quick_s / 60:.0f}-minute budget (a minute per config beyond "
+        f"{quick.budget.at_least / quick.budget.seconds:.0f}) at a {quick.resolve * 100:.0f} % "
+        "margin" in text
     )
     assert f"(`--resolve`, {default.resolve * 100:.0f} % by default)" in text
     assert (
@@ -95,12 +104,19 @@ def test_readme_states_the_suite_and_design_the_code_has() -> None:
         "the data never raise it)" in text
     )
     assert f"not reaching beyond {span} the margin" in text
-    assert f"({quick.budget_s / 60:.0f} minutes of benchmarking, `--quick`'s budget" in text
+    assert f"({quick_s / 60:.0f} minutes of benchmarking, `--quick`'s budget" in text
     assert (
         "or when the next round would end after `--budget` "
-        f"({default.budget_s / 60:.0f} min of benchmarking" in text
+        f"({default_s / 60:.0f} min of benchmarking up to "
+        f"{default.budget.at_least / default.budget.seconds:.0f} configs run, the A/A control "
+        f"included, as in the default run's {runs - 1} configs, then "
+        f"{default.budget.seconds / 60:g} min a config: {default.budget.total(wide) / 60:g} min "
+        f"with `--with intel-2023`'s {wide - 1}" in text
     )
-    assert f"`presets` (`quick`: {quick.budget_s / 60:.0f}m and {quick.resolve:.0%}" in text
+    assert "`budget` (`2m30s per config, at least 20m`" in text
+    assert (default.budget.seconds, default.budget.at_least) == (150, 1200)
+    assert "`presets` (`quick`: `1m per config, at least 10m` and 10%" in text
+    assert (quick.budget.seconds, quick.budget.at_least, quick.resolve) == (60, 600, 0.10)
 
 
 def test_the_documentation_says_how_many_processes_a_zygote_serves() -> None:
@@ -121,9 +137,9 @@ def test_readme_states_the_simulations_the_code_runs() -> None:
     from tfbuild.analysis.scenarios import (
         MARGIN,
         RIGHT_AT_LEAST,
-        SEQUENTIAL,
         WRONG_AT_MOST,
         WRONG_BOUND,
+        default_design,
     )
     from tfbuild.analysis.simulated import PROCESS_S, REAL
 
@@ -137,8 +153,12 @@ def test_readme_states_the_simulations_the_code_runs() -> None:
     assert f"(spreads from {min(scales):g} to {max(scales):g} times" in text
     assert f"by up to {REAL.ramp * 150:.0f} %)" in text
     assert f"A process takes {PROCESS_S:g} s of session time" in text
-    assert SEQUENTIAL.budget_s == 20 * 60 and MARGIN == 0.05
-    assert "a 20-minute budget, the 5 % margin" in text
+    budgets = [default_design(k).budget_s for k in (2, 6, 16)]
+    assert (budgets, MARGIN) == ([20 * 60, 20 * 60, 42.5 * 60], 0.05)
+    assert (
+        "the default budget (20 minutes for 2 and 6 configs and the A/A control, 42.5 for 16), "
+        "the 5 % margin" in text
+    )
     assert (WRONG_AT_MOST, WRONG_BOUND, RIGHT_AT_LEAST) == (0.025, 0.035, 0.90)
     assert "wrong decided answers in at most 2.5 % of its sessions" in text
     assert "at most 3.5 %" in text and "right in at least 90 %" in text

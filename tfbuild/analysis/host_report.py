@@ -341,7 +341,8 @@ def analyse_host(
 ) -> HostReport:
     """The report for sessions of one machine (one sequential session, or pooled fixed ones).
     `margin` overrides the design's indifference margin; `weights` weigh the benchmarks in the
-    overall level (benchmark -> weight, 1 for those not named). `power` runs the planners
+    overall level (benchmark -> weight, 1 for those not named; None: as the session recorded
+    them, --weight of bench and run). `power` runs the planners
     (tfbuild.analysis.power, hundreds of simulated sessions each): the fixed design a
     sequential session is worth (HostReport.fixed_equivalent) and the budget that would settle
     an inconclusive answer (Answer.settle). A report to be read asks for them; without them
@@ -349,6 +350,8 @@ def analyse_host(
     first = sessions[0].results
     design = sessions[0].design if len(sessions) == 1 else FIXED
     table = round_table(sessions)
+    weighed = first.suite.weights
+    weights = weighed if weights is None else weights
     logs = Rounds(table, zygote_table(sessions), weights)
     rounds = max((len(v) for v in table.values()), default=0)
     if design.sequential:
@@ -379,8 +382,9 @@ def analyse_host(
                     high=rested.high,
                     verdict=verdict(low, high, margins[OVERALL]),
                 )
-    # the looks replay on the level the session was decided on (unweighted)
-    recorded_logs = Rounds(table, zygote_table(sessions)) if weights else logs
+    # the looks replay on the level the session was decided on (its own weights)
+    same = dict(weights) == dict(weighed)
+    recorded_logs = logs if same else Rounds(table, zygote_table(sessions), weighed)
     looks, claims, replay = _replay(sessions, setup, recorded_logs)
     warnings += final_timeline(first, design, rounds)[2]
     # The outs at the recorded looks, and among the configs that ran to the end a last

@@ -155,6 +155,7 @@ class SequentialLooks:
     ) -> model.Look:
         design = results.design
         forked = results.suite.processes == "forked"
+        self.rounds.weights = dict(results.suite.weights)  # the level the session decides on
         for run in results.runs[self.seen :]:
             self.rounds.add(results.id, run, forked)
         self.seen = len(results.runs)

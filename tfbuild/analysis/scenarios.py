@@ -32,13 +32,27 @@ from tfbuild.analysis.estimates import OVERALL, Estimate
 from tfbuild.analysis.host_report import HostReport, analyse_host
 from tfbuild.analysis.sessions import Session
 from tfbuild.analysis.simulated import GAUSSIAN, PROCESS_S, Drawn, Truth, empty_session
+from tfbuild.config.model import DEFAULT_BUDGET
 from tfbuild.results.model import AA_SUFFIX, Design, Results
 from tfbuild.results.rules import DECISIONS, rules
 
 MARGIN = 0.05
 """The indifference margin the scenarios are set against: the default matrix's."""
-SEQUENTIAL = Design(kind="sequential", first=3, horizon=30, budget_s=20 * 60.0, resolve=MARGIN)
-"""The default matrix's design: looks from round 3, error control over 30 rounds, 20 minutes."""
+
+
+def default_design(configs: int) -> Design:
+    """The default matrix's design for `configs` configs and the A/A control: looks from round
+    3, error control over 30 rounds, the default budget (20 minutes up to 8 configs run, then
+    2.5 a config)."""
+    return Design(
+        kind="sequential",
+        first=3,
+        horizon=30,
+        budget_s=DEFAULT_BUDGET.total(configs + 1),
+        resolve=MARGIN,
+    )
+
+
 WRONG_AT_MOST = 0.025
 """Targets: wrong decided answers in at most this share of the sessions of any scenario, their
 one-sided 95 % upper bound at most WRONG_BOUND; where one config leads the baseline by twice
@@ -54,12 +68,16 @@ class Scenario:
     configs: int
     """Configs the session compares, the baseline included (its A/A copy added as in bench)."""
     truth: Truth
-    design: Design = SEQUENTIAL
+    own: Design | None = None
+    """A design of its own; None: the default matrix's for its configs (default_design)."""
     kind: str = "other"
     """null (every config as fast: any "Use" is wrong), edge (the best at or just beyond the
     margin), clear (one config twice the margin ahead of the others, all as fast as the
-    baseline, in the default design with 6 configs or fewer, within its budget: held to
-    RIGHT_AT_LEAST) or other."""
+    baseline, in the default design, within its budget: held to RIGHT_AT_LEAST) or other."""
+
+    @property
+    def design(self) -> Design:
+        return self.own or default_design(self.configs)
 
 
 def _ahead(by: float, icc: float = 0.0, **truth: object) -> Truth:
@@ -127,11 +145,10 @@ def _catalogue() -> tuple[Scenario, ...]:
         found.append(
             Scenario(
                 f"twice-{k}",
-                f"{k} configs, one ahead by twice the margin (+10 %)"
-                + ("; the budget buys about 12 rounds" if k > 6 else ""),
+                f"{k} configs, one ahead by twice the margin (+10 %)",
                 k,
                 _ahead(1.10),
-                kind="clear" if k <= 6 else "other",
+                kind="clear",
             )
         )
     for icc in (0.1, 0.3):
@@ -355,7 +372,7 @@ def run_scenarios(
     return [tally(s, found[s.name]) for s in scenarios]
 
 
-SCHEMA = "tfbuild.scenarios/2"
+SCHEMA = "tfbuild.scenarios/3"
 
 
 def document(tallies: Sequence[Tally], sessions: int, first_seed: int) -> dict[str, object]:
@@ -369,7 +386,7 @@ def document(tallies: Sequence[Tally], sessions: int, first_seed: int) -> dict[s
         "sessions": sessions,
         "first_seed": first_seed,
         "process_s": PROCESS_S,
-        "budget_s": SEQUENTIAL.budget_s,
+        "budget": {"per_config_s": DEFAULT_BUDGET.seconds, "at_least_s": DEFAULT_BUDGET.at_least},
         "scenarios": [t.to_json() for t in tallies],
     }
 

@@ -34,7 +34,6 @@ from tfbuild.results.model import (
     BaselineRecord,
     ConfigEntry,
     Design,
-    ProcessPath,
     Results,
     RuntimeOptions,
     SessionInfo,
@@ -46,15 +45,16 @@ from tfbuild.runtime.base import RuntimeEnv
 from tfbuild.runtime.make import make_runtime
 
 
-def design_of(suite: SuiteSettings) -> Design:
-    """How the session decides its rounds, as the suite settings ask."""
+def design_of(suite: SuiteSettings, configs: int) -> Design:
+    """How the session decides its rounds, as the suite settings ask, when it runs `configs`
+    configs (the baseline's A/A control included): a budget per config becomes one in all."""
     if not suite.sequential:
         return Design(kind="fixed", rounds=suite.rounds)
     return Design(
         kind="sequential",
         first=suite.min_rounds,
         horizon=suite.max_rounds,
-        budget_s=suite.budget_s,
+        budget_s=None if suite.budget is None else suite.budget.total(configs),
         resolve=suite.resolve,
     )
 
@@ -77,9 +77,10 @@ def _session_id() -> str:
     return f"{stamp}-{host}-{secrets.token_hex(2)}"
 
 
-def _suite(suite: SuiteSettings, workload: Workload | None, processes: ProcessPath) -> SuiteRecord:
-    """What the session measures: the suite's benchmarks, then the workload's; and how each
-    process starts."""
+def _suite(suite: SuiteSettings, options: SessionOptions) -> SuiteRecord:
+    """What the session measures: the suite's benchmarks, then the workload's; how each
+    process starts, and how the benchmarks weigh in the level it decides on."""
+    workload = options.workload
     iterations = {b: ITERATIONS[b] for b in suite.benchmarks}
     samples = {b: SAMPLES[b] for b in suite.benchmarks}
     units = {b: BENCHMARKS[b].unit for b in suite.benchmarks}
@@ -96,7 +97,8 @@ def _suite(suite: SuiteSettings, workload: Workload | None, processes: ProcessPa
         samples=samples,
         units=units,
         workload=workload,
-        processes=processes,
+        processes=options.processes,
+        weights=dict(options.weights),
     )
 
 
@@ -119,7 +121,7 @@ def new_results(plan: Plan, options: SessionOptions) -> Results:
             argv=options.argv,
             matrix=str(matrix.path),
             seed=seed,
-            design=design_of(suite),
+            design=design_of(suite, len(plan.configs) + 1),  # and the A/A control
             elapsed_s=0.0,
             preset=options.preset,
             host_key=options.host_key,
@@ -136,7 +138,7 @@ def new_results(plan: Plan, options: SessionOptions) -> Results:
             ),
         ),
         host=plan.host,
-        suite=_suite(suite, options.workload, options.processes),
+        suite=_suite(suite, options),
         baseline=BaselineRecord(
             variant=baseline.variant,
             tuning=baseline.tuning,

@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.options import debug_option, format_option
+from tfbuild.cli.options import WEIGHT_HELP, debug_option, format_option
 from tfbuild.cli.values import console, parse_fraction, parse_weights, results_paths
 from tfbuild.errors import RegressionFound, UsageError
 
@@ -102,9 +102,7 @@ def _margin(value: str | None) -> float | None:
     "weights",
     multiple=True,
     metavar="BENCHMARK=W",
-    help="Weigh a benchmark W times in the overall level the answer and the ranking are on "
-    "(the others weigh 1; 0 leaves one out): the benchmarks that resemble your model. "
-    "Repeatable.",
+    help=WEIGHT_HELP + " Default: as each session recorded them (bench and run --weight).",
 )
 @click.option(
     "--wheels-url",
@@ -165,7 +163,8 @@ def compare(
     )
     sessions = load_sessions(settings.results)
     measured = list(dict.fromkeys(b for s in sessions for b in s.results.suite.benchmarks))
-    weighed = parse_weights(settings.weights, measured)
+    # without --weight each session is weighed as it recorded (bench and run --weight)
+    weighed = parse_weights(settings.weights, measured) if settings.weights else None
     reports = analyse(sessions, settings.margin, power=True, weights=weighed)
     if wheels_url:
         reports = [

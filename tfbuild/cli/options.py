@@ -222,19 +222,27 @@ def results_option(help_text: str) -> Callable[[F], F]:
     )
 
 
+WEIGHT_HELP = (
+    "Weigh a benchmark W times in the overall level the answer and the ranking are on (the "
+    "others weigh 1; 0 leaves one out): the benchmarks that resemble your model. Repeatable."
+)
+
+
 def session_options(f: F) -> F:
     """Options shared by `bench` and `run`: suite size, order, pinning, runtime, outputs."""
     decorators = [
         click.option(
             "--quick",
             is_flag=True,
-            help="The suite's quick preset: a small budget and a coarse target (10 min, ±10 %).",
+            help="The suite's quick preset: a small budget and a coarse target (10 min, a minute "
+            "per config beyond ten; ±10 %).",
         ),
         click.option(
             "--budget",
             metavar="DURATION",
             help="Time for benchmarking (installs not counted): stop starting rounds when the "
-            "next would end after it (20m, 1h30m, 900s).",
+            "next would end after it. In all (30m, 1h30m, 900s) or per config run, the A/A "
+            "control included ('2m30s per config, at least 20m', the default).",
         ),
         click.option(
             "--resolve",
@@ -251,6 +259,14 @@ def session_options(f: F) -> F:
             "--rounds",
             type=click.IntRange(1, 1000),
             help="A fixed design instead: every config runs exactly this many rounds.",
+        ),
+        click.option(
+            "--weight",
+            "weights",
+            multiple=True,
+            metavar="BENCHMARK=W",
+            help=WEIGHT_HELP + " The session stops on the weighted answer and records the "
+            "weights; compare and replay use them.",
         ),
         SEED_OPTION,
         TENSORFLOW_OPTION,

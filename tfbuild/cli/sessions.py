@@ -39,6 +39,7 @@ from tfbuild.cli.values import (
     console,
     parse_cpus,
     parse_host_key,
+    parse_weights,
     workload_request,
 )
 from tfbuild.engine import DockerInfo
@@ -73,6 +74,8 @@ class SessionSettings:
     workload: WorkloadRequest | None = None
     with_suite: bool = False
     processes: ProcessPath = DEFAULT_PROCESSES
+    weights: tuple[str, ...] = ()
+    """--weight as typed (checked against the benchmarks the session measures)."""
 
     def workspace(self, engine_status: DockerInfo) -> Workspace:
         return _workspace(self.store, self.cache_dir, self.results_dir, engine_status)
@@ -110,6 +113,7 @@ class SessionSettings:
             workload=workload_request(params),
             with_suite=bool(params.get("with_suite")),
             processes=params.get("processes", DEFAULT_PROCESSES),
+            weights=tuple(params.get("weights") or ()),
         )
 
 
@@ -153,12 +157,15 @@ def _workspace(
 
 def _options(settings: SessionSettings, suite: SuiteSettings) -> SessionOptions:
     from tfbuild.bench.options import SessionOptions
+    from tfbuild.bench.workload import BENCHMARKS as WORKLOAD_BENCHMARKS
     from tfbuild.bench.workload import resolve
 
     wanted = settings.machine
     workload = resolve(settings.workload) if settings.workload else None
     if workload is not None and not settings.with_suite:
         suite = dataclasses.replace(suite, benchmarks=())
+    measured = [*suite.benchmarks, *(WORKLOAD_BENCHMARKS if workload else ())]
+    weights = parse_weights(settings.weights, measured, "this session measures")
     return SessionOptions(
         suite=suite,
         workload=workload,
@@ -174,6 +181,7 @@ def _options(settings: SessionSettings, suite: SuiteSettings) -> SessionOptions:
         memory=wanted.memory,
         host_key=settings.host_key,
         processes=settings.processes,
+        weights=weights,
     )
 
 

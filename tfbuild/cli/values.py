@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from tfbuild.config.model import Suite, SuiteSettings
+from tfbuild.config.model import Budget, Suite, SuiteSettings
 from tfbuild.config.settings import user_cache
 from tfbuild.errors import UsageError
 
@@ -99,10 +99,12 @@ def parse_fraction(option: str, value: str) -> float:
     return number
 
 
-def parse_weights(values: Sequence[str], benchmarks: Sequence[str]) -> dict[str, float]:
+def parse_weights(
+    values: Sequence[str], benchmarks: Sequence[str], whose: str = "these results measured"
+) -> dict[str, float]:
     """--weight BENCHMARK=W (repeatable) as benchmark -> weight in the overall level: each a
-    benchmark the results measured, each weight a number >= 0, not all of them 0; the
-    benchmarks not named weigh 1."""
+    benchmark the results measured (`whose` says which: results, or the session to run), each
+    weight a number >= 0, not all of them 0; the benchmarks not named weigh 1."""
     from tfbuild.config.values import did_you_mean
 
     weights: dict[str, float] = {}
@@ -113,8 +115,8 @@ def parse_weights(values: Sequence[str], benchmarks: Sequence[str]) -> dict[str,
             raise UsageError(f"--weight {value!r}: expected BENCHMARK=WEIGHT, like gru-keras=3")
         if name not in benchmarks:
             raise UsageError(
-                f"--weight {value!r}: these results measured no benchmark {name!r} (they "
-                f"measured {', '.join(benchmarks)}){did_you_mean(name, benchmarks)}"
+                f"--weight {value!r}: {whose} no benchmark {name!r} (only "
+                f"{', '.join(benchmarks)}){did_you_mean(name, benchmarks)}"
             )
         try:
             weight = float(number)
@@ -185,7 +187,7 @@ class SuiteRequest:
     """The suite settings a command line asks for on top of the matrix's preset."""
 
     preset: str | None = None
-    budget_s: float | None = None
+    budget: Budget | None = None
     resolve: float | None = None
     min_rounds: int | None = None
     rounds: int | None = None
@@ -201,13 +203,13 @@ class SuiteRequest:
         min_rounds: int | None = None,
         rounds: int | None = None,
     ) -> SuiteRequest:
-        from tfbuild.config.values import parse_duration, parse_percent
+        from tfbuild.config.values import BUDGET_EXAMPLE, parse_budget, parse_percent
 
         if quick and preset:
             raise UsageError("--quick is the preset named quick; give --quick or --preset")
-        budget_s = fraction = None
-        if budget is not None and (budget_s := parse_duration(budget)) is None:
-            raise UsageError(f"--budget {budget!r}: expected a duration like 15m, 1h30m or 900s")
+        asked = fraction = None
+        if budget is not None and (asked := parse_budget(budget)) is None:
+            raise UsageError(f"--budget {budget!r}: expected a duration {BUDGET_EXAMPLE}")
         if resolve is not None and (fraction := parse_percent(resolve)) is None:
             raise UsageError(f"--resolve {resolve!r}: expected a percentage like 5%")
         if rounds is not None and (budget, resolve, min_rounds) != (None, None, None):
@@ -217,7 +219,7 @@ class SuiteRequest:
             )
         return cls(
             preset="quick" if quick else preset,
-            budget_s=budget_s,
+            budget=None if asked is None else Budget(*asked),
             resolve=fraction,
             min_rounds=min_rounds,
             rounds=rounds,
@@ -227,8 +229,8 @@ class SuiteRequest:
         """The preset's settings with this request on top."""
         chosen = suite.preset(self.preset)
         changes: dict[str, Any] = {}
-        if self.budget_s is not None:
-            changes["budget_s"] = self.budget_s
+        if self.budget is not None:
+            changes["budget"] = self.budget
         if self.resolve is not None:
             changes["resolve"] = self.resolve
         if self.min_rounds is not None:

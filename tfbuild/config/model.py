@@ -124,20 +124,47 @@ class Tuning:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """The benchmarking time a sequential session may spend (fetching, installing and smoke
+    tests not counted): in all, or for each config it runs, the baseline's A/A control included,
+    and `at_least` in all, so that a matrix of more configs gets the rounds that telling more
+    configs apart takes."""
+
+    seconds: float
+    per_config: bool = False
+    at_least: float = 0.0
+
+    def total(self, configs: int) -> float:
+        """The session's budget in seconds when it runs `configs` configs."""
+        if not self.per_config:
+            return self.seconds
+        return max(self.at_least, self.seconds * max(configs, 1))
+
+
+DEFAULT_BUDGET = Budget(150.0, per_config=True, at_least=20 * 60.0)
+"""20 minutes up to eight configs (the default run's four and the A/A control), then 2.5 a
+config: 42.5 for sixteen and the A/A control, where 20 minutes left half the sessions with one
+config twice the margin ahead undecided (tfbuild scenarios)."""
+
+QUICK_BUDGET = Budget(60.0, per_config=True, at_least=10 * 60.0)
+"""The quick preset's: 10 minutes up to ten configs, then a minute a config."""
+
+
+@dataclass(frozen=True)
 class SuiteSettings:
     """Which benchmarks run, and how a session decides how many rounds each config gets.
 
     With ``rounds`` set the design is fixed: every config runs that many rounds. Otherwise it is
     sequential: every config runs ``min_rounds`` (unless the budget ends first), the first look;
     then rounds go to the configs still in contention until the leading tier is resolved to
-    ``resolve`` or ``budget_s`` runs out; ``max_rounds`` is the horizon the error control is
+    ``resolve`` or the ``budget`` runs out; ``max_rounds`` is the horizon the error control is
     spread over (and a cap).
     """
 
     benchmarks: tuple[str, ...]
     min_rounds: int = 5
     max_rounds: int = 30
-    budget_s: float | None = 20 * 60.0
+    budget: Budget | None = DEFAULT_BUDGET
     resolve: float | None = 0.05
     rounds: int | None = None
 

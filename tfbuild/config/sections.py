@@ -12,9 +12,11 @@ import yaml
 
 from tfbuild.config.model import (
     INHERIT_PIP,
+    QUICK_BUDGET,
     BaseImages,
     Baseline,
     BazelSettings,
+    Budget,
     Defaults,
     OptIn,
     PipSettings,
@@ -29,6 +31,7 @@ from tfbuild.config.suite import BENCHMARKS
 from tfbuild.config.tensorflow import accepted_releases, tf_release
 from tfbuild.config.values import (
     BAZEL_FLAG_RE,
+    BUDGET_EXAMPLE,
     BUILD_NETWORKS,
     ENV_NAME_RE,
     ENV_VALUE_RE,
@@ -49,7 +52,7 @@ from tfbuild.config.values import (
     VOLUME_RE,
     XLA_MODES,
     did_you_mean,
-    parse_duration,
+    parse_budget,
     parse_percent,
 )
 from tfbuild.config.yamlread import (
@@ -352,8 +355,9 @@ def read_suite(ctx: Ctx, node: yaml.Node | None) -> Suite:
 
 
 def _builtin_presets(settings: SuiteSettings) -> dict[str, SuiteSettings]:
-    """quick: a small time budget and a coarse target, over the file's own benchmark list."""
-    quick = dataclasses.replace(settings, budget_s=10 * 60.0, resolve=0.10, rounds=None)
+    """quick: a small time budget (10 min, a minute per config beyond ten) and a coarse target,
+    over the file's own benchmark list."""
+    quick = dataclasses.replace(settings, budget=QUICK_BUDGET, resolve=0.10, rounds=None)
     return {"quick": quick, "full": settings}
 
 
@@ -361,6 +365,11 @@ def _refuse_fixed(ctx: Ctx, m: Keys) -> None:
     for key, why in _FIXED_BY_SUITE.items():
         if (n := m.get(key)) is not None:
             ctx.error(n, f"{m.path(key)}: {why}; remove it (got {show(n)})")
+
+
+def _budget(text: str) -> Budget | None:
+    found = parse_budget(text)
+    return None if found is None else Budget(*found)
 
 
 def _suite_settings(ctx: Ctx, m: Keys, base: SuiteSettings) -> SuiteSettings:
@@ -375,8 +384,8 @@ def _suite_settings(ctx: Ctx, m: Keys, base: SuiteSettings) -> SuiteSettings:
     for key, low in (("min_rounds", 2), ("max_rounds", 2), ("rounds", 1)):
         if (n := m.get(key)) is not None and (v := integer(ctx, n, m.path(key), low, 1000)):
             values[key] = v
-    parsed: list[tuple[str, str, Callable[[str], float | None], str, str]] = [
-        ("budget", "budget_s", parse_duration, "a duration", "like 20m, 1h30m or 90s"),
+    parsed: list[tuple[str, str, Callable[[str], Any], str, str]] = [
+        ("budget", "budget", _budget, "a budget", BUDGET_EXAMPLE),
         ("resolve", "resolve", parse_percent, "a percentage", "between 0% and 100%, like 5%"),
     ]
     for key, field_name, parse, noun, example in parsed:

@@ -101,6 +101,24 @@ def parse_duration(text: str) -> float | None:
     return total if total > 0 else None
 
 
+BUDGET_EXAMPLE = "like 20m or 1h30m in all, or 2m30s per config, at least 20m"
+_PER_CONFIG_RE = re.compile(r"(.+?)\s*(?:per|/|a)\s*config(?:\s*,?\s*at\s+least\s+(.+))?")
+
+
+def parse_budget(text: str) -> tuple[float, bool, float] | None:
+    """A budget's seconds, whether they are per config and the least in all: ``20m`` in all,
+    ``4m per config`` (also ``4m/config``, ``4m a config``) for each config run, with ``, at
+    least 20m`` a floor in all; None if none of these."""
+    value = text.strip().lower()
+    per = _PER_CONFIG_RE.fullmatch(value)
+    if per is None:
+        seconds = parse_duration(value)
+        return None if seconds is None else (seconds, False, 0.0)
+    seconds = parse_duration(per.group(1))
+    floor = parse_duration(per.group(2)) if per.group(2) is not None else 0.0
+    return None if seconds is None or floor is None else (seconds, True, floor)
+
+
 def parse_percent(text: str) -> float | None:
     """A fraction from ``5%`` or ``0.05``, strictly between 0 and 1; None otherwise."""
     value = text.strip()

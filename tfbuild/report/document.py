@@ -56,6 +56,7 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
                 "baseline": r.baseline,
                 "rounds": r.rounds,
                 "benchmarks": r.benchmarks,
+                "weights": {b: r.weights.get(b, 1.0) for b in r.benchmarks},
                 "units": r.units,
                 "margins": r.margins,
                 "margin_source": r.margin_source,

@@ -62,12 +62,14 @@ def summary_line(doc: Mapping[str, Any]) -> str:
 
 
 def _legend(doc: Mapping[str, Any]) -> str:
+    budget = doc["budget"]
     return (
         "right, wrong, inconclusive: shares of the sessions' answers, each with its one-sided "
         "95 % bound (Clopper-Pearson; right's lower, the others' upper); processes: the median "
         f"benchmark processes of the sessions that answered (each {doc['process_s']:g} s; the "
-        f"budget {doc['budget_s'] / 60:g} min); verdicts: the share of sessions whose report held "
-        "a per-benchmark verdict the truth contradicts; targets: the scenario's own"
+        f"budget {budget['at_least_s'] / 60:g} min, or {budget['per_config_s'] / 60:g} a config "
+        "run where more); verdicts: the share of sessions whose report held a per-benchmark "
+        "verdict the truth contradicts; targets: the scenario's own"
     )
 
 

@@ -218,6 +218,7 @@ def _suite(data: Mapping[str, Any], version: int) -> SuiteRecord:
         units=dict(data["units"]),
         workload=Workload.from_json(data["workload"]) if data.get("workload") else None,
         processes=_process_path(data.get("processes", "fresh")),
+        weights={str(b): float(w) for b, w in (data.get("weights") or {}).items()},
     )
 
 
@@ -533,6 +534,7 @@ def to_json(results: Results) -> dict[str, Any]:
             "units": dict(results.suite.units),
             "processes": results.suite.processes,
             **({"workload": w.to_json()} if (w := results.suite.workload) else {}),
+            **({"weights": dict(results.suite.weights)} if results.suite.weights else {}),
         },
         "baseline": asdict(results.baseline),
         "variants": {n: _variant_json(v) for n, v in (results.variants or {}).items()},

@@ -458,6 +458,9 @@ class SuiteRecord:
     """How each benchmark process was started: fresh (a new interpreter that imports
     TensorFlow) or forked (from a process of the same config that had imported it and run no
     op). Results written before the field existed ran fresh."""
+    weights: Mapping[str, float] = field(default_factory=dict)
+    """benchmark -> its weight in the overall level the session was decided on (--weight; 1
+    for those not named): what its looks, the answer and a replay weigh. Empty: all equal."""
 
 
 @dataclass(frozen=True, kw_only=True)

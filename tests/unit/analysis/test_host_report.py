@@ -404,3 +404,65 @@ def test_per_benchmark_verdicts() -> None:
     assert estimates[("mixed:default", "input-fed")].verdict == "equivalent"
     gru = estimates[("mixed:default", "gru-keras")]
     assert gru.low < gru.ratio < gru.high and gru.ratio == pytest.approx(1.30, rel=0.03)
+
+
+EPYC = GOLDEN / "default-run-epyc.json.gz"
+"""The README's session: intel-avx512-2.14:physical-cores ahead by 44 % on the two input
+benchmarks, not shown faster on four of the five others."""
+AHEAD = "intel-avx512-2.14:physical-cores"
+NO_INPUT = {"input-fed": 0.0, "input-pinned": 0.0}
+
+
+def _overall(report: HostReport, config: str) -> float:
+    return report.estimates[(config, OVERALL)].ratio
+
+
+def test_weights_put_the_answer_on_the_benchmarks_that_resemble_your_model() -> None:
+    """`compare --weight`: the overall level is the benchmarks' weighted mean, so the ratio of
+    two configs is about the weighted geometric mean of their per-benchmark ratios; the
+    README's "Use" rests on the input benchmarks, and without them it is not shown."""
+    doc = json.loads(compare(EPYC.name, "--format", "json").stdout)
+    weighed = compare(EPYC.name, "--format", "json", *(f"--weight={b}=0" for b in NO_INPUT))
+    (plain,), (host,) = doc["hosts"], json.loads(weighed.stdout)["hosts"]
+    assert plain["answer"]["kind"] == "use" and host["answer"]["kind"] != "use"
+    assert host["weights"] == {b: NO_INPUT.get(b, 1.0) for b in host["benchmarks"]}
+    assert set(plain["weights"].values()) == {1.0}
+    for figures in (plain, host):
+        ratios = {e["benchmark"]: e["ratio"] for e in figures["estimates"] if e["config"] == AHEAD}
+        weights = figures["weights"]
+        mean = sum(weights[b] * math.log(ratios[b]) for b in weights) / sum(weights.values())
+        assert ratios[OVERALL] == pytest.approx(math.exp(mean), rel=0.005)
+    text = " ".join(compare(EPYC.name, *(f"--weight={b}=0" for b in NO_INPUT)).stdout.split())
+    assert "(weighted in the overall level: input-fed 0, input-pinned 0; the others 1)" in text
+
+
+def test_a_session_is_weighed_as_it_recorded_unless_asked_otherwise() -> None:
+    """bench and run --weight record the weights: the report, and the looks a replay takes,
+    weigh as the session did; an explicit weighting (compare --weight) still wins."""
+    results = load(EPYC)
+    weighed = replace(results, suite=replace(results.suite, weights=NO_INPUT))
+    asked = analyse_host([Session(EPYC, results)], weights=NO_INPUT)
+    recorded = analyse_host([Session(EPYC, weighed)])
+    plain = analyse_host([Session(EPYC, results)])
+    assert _overall(recorded, AHEAD) == _overall(asked, AHEAD) != _overall(plain, AHEAD)
+    assert recorded.answer == asked.answer != plain.answer
+    assert recorded.weights == NO_INPUT
+    override = analyse_host([Session(EPYC, weighed)], weights={})
+    assert _overall(override, AHEAD) == _overall(plain, AHEAD)
+    # the looks the session took are replayed on the level it was decided on
+    assert analyse_host([Session(EPYC, results)], weights=NO_INPUT).looks == plain.looks
+
+
+def test_a_sequential_session_looks_at_the_level_it_records() -> None:
+    """The looks of a session with --weight (analysis.looks.SequentialLooks, what bench hands
+    its schedule) weigh the benchmarks as recorded: the README session's last look, taken
+    again with the input benchmarks left out, no longer has the leader ahead by 14 %."""
+    from tfbuild.analysis.looks import SequentialLooks
+
+    results = load(EPYC)
+    last = (results.looks or ())[-1]
+    for weights, low, high in (({}, 1.10, 1.20), (NO_INPUT, 1.0, 1.10)):
+        again = replace(results, suite=replace(results.suite, weights=weights))
+        look = SequentialLooks(forecast=False)(again, last.active, last.round, last.elapsed_s)
+        ratio = look.estimates[AHEAD].ratio
+        assert low < ratio < high, (weights, ratio)

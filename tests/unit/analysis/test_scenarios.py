@@ -152,7 +152,7 @@ def _between_zygotes(icc: float, overall: bool) -> float:
     config on its own; not held at 0, so that the mean is not biased up)."""
     truth = Truth({}, noise=GAUSSIAN, zygote=icc if overall else 0.0,
                   zygote_bench=0.0 if overall else icc)  # fmt: skip
-    scenario = replace(by_name(["null-6"])[0], truth=truth, design=Design(kind="fixed", rounds=60))
+    scenario = replace(by_name(["null-6"])[0], truth=truth, own=Design(kind="fixed", rounds=60))
     shares = []
     for seed in range(3):
         results, _ = simulate(scenario, seed)
@@ -204,7 +204,7 @@ def test_a_simulated_session_draws_its_zygotes_as_the_runtime_does() -> None:
     none."""
     from tfbuild.runtime.forked import CHILDREN, LIVE
 
-    results, _ = simulate(replace(by_name(["null-6"])[0], design=Design(kind="fixed", rounds=9)), 1)
+    results, _ = simulate(replace(by_name(["null-6"])[0], own=Design(kind="fixed", rounds=9)), 1)
     for config in {r.config for r in results.runs}:
         named = [
             r.zygote for r in sorted(results.runs, key=lambda r: r.round) if r.config == config
@@ -282,7 +282,7 @@ def test_the_rounds_an_inconclusive_answer_names_decide_it_in_about_half_of_the_
     decided = named = 0
     for seed in range(24):
         null = with_truth(by_name(["null-6"])[0], noise=GAUSSIAN)
-        _, first = simulate(replace(null, design=Design(kind="fixed", rounds=6)), seed, power=True)
+        _, first = simulate(replace(null, own=Design(kind="fixed", rounds=6)), seed, power=True)
         plan = first.answer.settle
         if first.answer.decided or plan is None:
             continue
@@ -290,19 +290,17 @@ def test_the_rounds_an_inconclusive_answer_names_decide_it_in_about_half_of_the_
         assert processes == rounds * 7  # five configs, the baseline and its A/A copy
         said = f"`--rounds={rounds}`) decide the answer at the {first.answer.margin:.1%} margin"
         assert said in " ".join(first.answer.lines)
-        _, again = simulate(replace(null, design=Design(kind="fixed", rounds=rounds)), 500 + seed)
+        _, again = simulate(replace(null, own=Design(kind="fixed", rounds=rounds)), 500 + seed)
         decided += again.answer.decided
         named += 1
     assert named >= 15 and 0.2 * named <= decided <= 0.8 * named, (decided, named)
     ahead = with_truth(by_name(["fixed-2"])[0], noise=GAUSSIAN)
     later = []
     for seed in range(8):
-        _, first = simulate(replace(ahead, design=Design(kind="fixed", rounds=3)), seed, power=True)
+        _, first = simulate(replace(ahead, own=Design(kind="fixed", rounds=3)), seed, power=True)
         if not first.answer.decided and first.answer.settle is not None:
             rounds = first.answer.settle[0]
-            again = simulate(
-                replace(ahead, design=Design(kind="fixed", rounds=rounds)), 500 + seed
-            )[1]
+            again = simulate(replace(ahead, own=Design(kind="fixed", rounds=rounds)), 500 + seed)[1]
             later.append(again.answer.decided)
     assert len(later) >= 6 and sum(later) >= 0.5 * len(later), later
 
@@ -468,9 +466,7 @@ def test_simulated_noise_is_as_rough_as_the_committed_real_sessions() -> None:
 
     real = [load(p) for p in SESSION_FILES if "workload" not in p.name]
     fixed = Design(kind="fixed", rounds=30)
-    simulated = [
-        simulate(replace(by_name(["null-6"])[0], design=fixed), seed)[0] for seed in range(4)
-    ]
+    simulated = [simulate(replace(by_name(["null-6"])[0], own=fixed), seed)[0] for seed in range(4)]
     mine, theirs = _roughness(simulated), _roughness(real)
     assert mine["narrowest"] <= theirs["narrowest"] + 0.01, (mine, theirs)
     assert mine["widest"] >= 0.8 * theirs["widest"], (mine, theirs)

@@ -54,7 +54,7 @@ def _estimates(icc: float, seeds: int) -> tuple[list[float], list[float]]:
     """rho and its upper bound, as the report gives them, over fixed sessions of 30 rounds of
     six equally fast configs whose zygotes' children resemble at `icc` on the overall level."""
     truth = Truth({}, noise=GAUSSIAN, zygote=icc)
-    scenario = replace(by_name(["null-6"])[0], truth=truth, design=Design(kind="fixed", rounds=30))
+    scenario = replace(by_name(["null-6"])[0], truth=truth, own=Design(kind="fixed", rounds=30))
     found = []
     for seed in range(seeds):
         _, report = simulate(scenario, seed)
@@ -79,7 +79,7 @@ def test_a_forked_session_is_widened_by_what_its_own_data_say() -> None:
     strongly, the intervals against the baseline are wider than they would be for independent
     processes, by the factor the report states."""
     truth = Truth({}, noise=GAUSSIAN, zygote=0.5)
-    scenario = replace(by_name(["null-6"])[0], truth=truth, design=Design(kind="fixed", rounds=30))
+    scenario = replace(by_name(["null-6"])[0], truth=truth, own=Design(kind="fixed", rounds=30))
     _, report = simulate(scenario, 3)
     z = report.zygotes
     assert z is not None and z.resemblance is not None and z.resemblance.rho > 0.2

@@ -8,17 +8,21 @@ import os
 from pathlib import Path
 
 import pytest
+from support.cli import run_tfbuild
 
+from tfbuild.bench.session import design_of
 from tfbuild.cli.values import (
     SuiteRequest,
     cache_folder,
     parse_cpus,
     parse_fraction,
     parse_host_key,
+    parse_weights,
     results_paths,
     workload_request,
 )
 from tfbuild.config.load import load_matrix
+from tfbuild.config.model import Budget
 from tfbuild.errors import UsageError
 from tfbuild.resources import default_matrix_path
 
@@ -74,13 +78,17 @@ def test_a_suite_request_is_the_preset_with_the_options_on_top() -> None:
     quick = SuiteRequest.parse(quick=True).settings(suite)
     assert quick == suite.preset("quick")
     longer = SuiteRequest.parse(budget="1h30m", resolve="4%", min_rounds=99).settings(suite)
-    assert (longer.budget_s, longer.resolve, longer.min_rounds) == (5400.0, 0.04, 99)
+    assert (longer.budget, longer.resolve, longer.min_rounds) == (Budget(5400.0), 0.04, 99)
+    wide = SuiteRequest.parse(budget="5m per config").settings(suite)
+    assert wide.budget == Budget(300.0, per_config=True)
+    assert design_of(wide, 16).budget_s == 16 * 300  # the session's, for the configs it plans
+    assert design_of(suite.preset(None), 5).budget_s == 20 * 60
     assert longer.max_rounds >= 99 and longer.rounds is None
     fixed = SuiteRequest.parse(rounds=6).settings(suite)
     assert fixed.rounds == 6
     for kwargs, said in (
         ({"quick": True, "preset": "full"}, "give --quick or --preset"),
-        ({"budget": "soon"}, "--budget 'soon': expected a duration like 15m"),
+        ({"budget": "soon"}, "--budget 'soon': expected a duration like 20m or 1h30m in all"),
         ({"resolve": "half"}, "--resolve 'half': expected a percentage like 5%"),
         ({"rounds": 6, "budget": "1h"}, "--rounds asks for a fixed design"),
     ):
@@ -95,3 +103,41 @@ def test_workload_options_need_a_workload(tmp_path: Path) -> None:
     made = workload_request({"workload": tmp_path / "m.keras", "batch": 8, "shapes": ["x=1,2"]})
     assert made is not None and made.batch == 8 and made.shapes == ("x=1,2",)
     assert cache_folder(tmp_path) == tmp_path and cache_folder(None).name == "tfbuild"
+
+
+def test_weights_name_a_measured_benchmark_and_a_number() -> None:
+    measured = ["gru-keras", "input-fed"]
+    assert parse_weights(["gru-keras=3", " input-fed = 0 "], measured) == {
+        "gru-keras": 3.0,
+        "input-fed": 0.0,
+    }
+    assert parse_weights([], measured) == {}
+    for values, said in (
+        (["gru-keras"], "--weight 'gru-keras': expected BENCHMARK=WEIGHT, like gru-keras=3"),
+        (
+            ["gru-kers=2"],
+            "--weight 'gru-kers=2': these results measured no benchmark 'gru-kers' (only "
+            "gru-keras, input-fed); did you mean 'gru-keras'?",
+        ),
+        (["gru-keras=-1"], "--weight 'gru-keras=-1': expected a weight that is a number >= 0"),
+        (["gru-keras=nan"], "expected a weight that is a number >= 0"),
+        (["gru-keras=0", "input-fed=0"], "--weight: every benchmark weighs 0"),
+    ):
+        with pytest.raises(UsageError) as caught:
+            parse_weights(values, measured)
+        assert said in str(caught.value)
+
+
+def test_a_session_refuses_a_weight_before_anything_runs(tmp_path: Path) -> None:
+    """bench and run check --weight against the benchmarks the session will measure, before
+    anything is planned or installed: a user mistake (exit 64), no traceback."""
+    proc = run_tfbuild(
+        "bench", "--weight", "gru-kers=2", "--results", str(tmp_path), "--runtime", "local"
+    )
+    assert proc.returncode == 64, proc.stdout + proc.stderr
+    assert (
+        "--weight 'gru-kers=2': this session measures no benchmark 'gru-kers' (only gru-keras"
+        in proc.stderr
+    )
+    assert "did you mean 'gru-keras'?" in proc.stderr and "Traceback" not in proc.stderr
+    assert not list(tmp_path.iterdir())

@@ -11,8 +11,8 @@ from support.cli import run_tfbuild
 from support.env import REPO
 
 from tfbuild.config.load import load_matrix, parse_matrix
-from tfbuild.config.model import Matrix
-from tfbuild.config.values import NAME_RULE, parse_duration, parse_percent
+from tfbuild.config.model import Budget, Matrix
+from tfbuild.config.values import NAME_RULE, parse_budget, parse_duration, parse_percent
 from tfbuild.errors import MatrixError
 
 MINIMAL = """\
@@ -57,8 +57,19 @@ def test_default_matrix_has_the_promised_entries() -> None:
     ]
     assert (m.baseline.variant, m.baseline.tuning) == ("stock", "default")
     quick, full = m.suite.preset("quick"), m.suite.preset("full")
-    assert (quick.budget_s, quick.resolve, quick.sequential) == (600.0, 0.10, True)
-    assert (full.budget_s, full.resolve, full.min_rounds, full.max_rounds) == (1200.0, 0.05, 3, 30)
+    assert (quick.budget, quick.resolve, quick.sequential) == (Budget(60, True, 600), 0.10, True)
+    assert (full.budget, full.resolve, full.min_rounds, full.max_rounds) == (
+        Budget(150.0, True, 1200),
+        0.05,
+        3,
+        30,
+    )
+    # the default run's four configs and the A/A control get the 20 and 10 minutes the README
+    # promises; sixteen and the A/A control 2.5 and 1 minutes a config
+    runs = len(m.tunings) + 1
+    assert full.budget is not None and quick.budget is not None
+    assert (runs, full.budget.total(runs), quick.budget.total(runs)) == (5, 1200, 600)
+    assert (full.budget.total(17), quick.budget.total(17)) == (17 * 150, 17 * 60)
     assert v["mkl-avx2"].id == "tf2.21-py3.11-mkl-avx2"
     # what moves or is of another era is opt-in, the baseline is not
     sets = {s.name: s.variants for s in m.opt_in}
@@ -373,13 +384,23 @@ suite:
   resolve: 3%
   presets:
     quick: {budget: 90s}
+    wide: {budget: "3m per config, at least 1h"}
     fixed: {benchmarks: [matmul-fed], rounds: 12}
 """
     )
     suite = m.suite.preset(None)
-    assert (suite.min_rounds, suite.budget_s, suite.resolve, suite.rounds) == (4, 5400, 0.03, None)
+    assert (suite.min_rounds, suite.budget, suite.resolve, suite.rounds) == (
+        4,
+        Budget(5400),
+        0.03,
+        None,
+    )
+    assert suite.budget is not None and suite.budget.total(16) == 5400  # in all: any configs
     assert m.suite.preset("quick").benchmarks == ("matmul-fed", "matmul-pinned")
-    assert m.suite.preset("quick").budget_s == 90
+    assert m.suite.preset("quick").budget == Budget(90)
+    wide = m.suite.preset("wide").budget
+    assert wide == Budget(180, per_config=True, at_least=3600)
+    assert (wide.total(16), wide.total(24)) == (3600, 24 * 180)
     fixed = m.suite.preset("fixed")
     assert fixed.rounds == 12 and not fixed.sequential and fixed.benchmarks == ("matmul-fed",)
 
@@ -399,7 +420,12 @@ def test_suite_work_is_fixed_by_the_suite_version() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("budget: soon", "suite.budget: not a duration (got 'soon'; expected a duration like"),
+        (
+            "budget: soon",
+            "suite.budget: not a budget (got 'soon'; expected a budget like 20m or 1h30m in all, "
+            "or 2m30s per config, at least 20m)",
+        ),
+        ("budget: 4m per run", "suite.budget: not a budget (got '4m per run'; expected"),
         ("resolve: 120%", "suite.resolve: not a percentage (got '120%'; expected a percentage"),
         (
             "min_rounds: 50",
@@ -430,6 +456,27 @@ def test_bad_suite_values(text: str, expected: str) -> None:
 )
 def test_durations(text: str, seconds: float | None) -> None:
     assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "budget"),
+    [
+        ("20m", (1200, False, 0)),
+        ("4m per config", (240, True, 0)),
+        ("4M Per Config", (240, True, 0)),
+        ("90s/config", (90, True, 0)),
+        ("2m a config", (120, True, 0)),
+        ("2m30s per config, at least 20m", (150, True, 1200)),
+        ("1m per config at least 10m", (60, True, 600)),
+        ("per config", None),
+        ("0m per config", None),
+        ("4m per host", None),
+        ("4m per config, at least soon", None),
+        ("20m, at least 30m", None),
+    ],
+)
+def test_budgets(text: str, budget: tuple[float, bool, float] | None) -> None:
+    assert parse_budget(text) == budget
 
 
 def test_percentages() -> None:

@@ -27,7 +27,7 @@ def test_a_fresh_session_has_no_zygotes_and_its_rules_split() -> None:
 
 
 def test_a_forked_session_says_what_its_zygotes_show() -> None:
-    scenario = replace(by_name(["null-6"])[0], design=Design(kind="fixed", rounds=12))
+    scenario = replace(by_name(["null-6"])[0], own=Design(kind="fixed", rounds=12))
     _, report = simulate(scenario, 4)
     (host,) = compare_json([report])["hosts"]
     z = host["zygotes"]

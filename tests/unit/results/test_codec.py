@@ -134,3 +134,31 @@ def test_a_forked_process_keeps_its_zygote_and_a_look_its_answer(tmp_path: Path)
     assert isinstance(last, Look) and (last.answer, last.held) == ("stock:default", True)
     assert "zygote" not in run_json(recorded.runs[0])
     assert {r.zygote for r in recorded.runs} == {None}
+
+
+def test_a_session_keeps_the_weights_it_was_decided_on(tmp_path: Path) -> None:
+    """--weight of bench and run is recorded with the suite: written and read back it is as
+    it was, the file passes the schema (which refuses a negative weight), and a session
+    recorded without weights reads as all equal."""
+    from dataclasses import replace
+
+    import jsonschema
+    from support.env import FIXTURES
+
+    from tfbuild.resources import data_path
+    from tfbuild.results.codec import to_json
+    from tfbuild.results.documents import write_json
+    from tfbuild.results.schema import SCHEMA_FILE
+
+    recorded = load(FIXTURES / "results" / "aa-run.json")
+    assert recorded.suite.weights == {}
+    weighed = replace(recorded, suite=replace(recorded.suite, weights={"gru-keras": 3.0}))
+    path = tmp_path / "weighed.json"
+    write_json(path, to_json(weighed))
+    assert load(path).suite.weights == {"gru-keras": 3.0}
+    declared = jsonschema.Draft202012Validator(json.loads(data_path(SCHEMA_FILE).read_text()))
+    document = json.loads(path.read_text())
+    assert list(declared.iter_errors(document)) == []
+    document["suite"]["weights"]["gru-keras"] = -1
+    assert [e.json_path for e in declared.iter_errors(document)] == ["$.suite.weights['gru-keras']"]
+    assert "weights" not in to_json(recorded)["suite"]
