@@ -475,12 +475,20 @@ def variance_prior(
     variances: Sequence[float], dfs: Sequence[float], bound: int = CAUTIOUS, capped: bool = True
 ) -> Prior:
     """prior_of for one set of comparisons: estimates that are not positive and finite, or have
-    less than one degree of freedom, are left out; fewer than three left give nothing to pool."""
-    pairs = [
-        (v, d) for v, d in zip(variances, dfs, strict=True) if v > 0 and math.isfinite(v) and d >= 1
-    ]
+    less than one degree of freedom, are left out; fewer than three left give nothing to pool.
+    Remembered by its inputs: a look asks it again of the same comparisons."""
+    pairs = tuple(
+        (float(v), float(d))
+        for v, d in zip(variances, dfs, strict=True)
+        if v > 0 and math.isfinite(v) and d >= 1
+    )
     if len(pairs) < 3:
         return Prior(math.nan, 0.0)
+    return _prior(pairs, bound, capped)
+
+
+@functools.lru_cache(maxsize=4096)
+def _prior(pairs: tuple[tuple[float, float], ...], bound: int, capped: bool) -> Prior:
     found = np.array([v for v, _ in pairs]), np.array([d for _, d in pairs])
     s2, d0 = prior_of(*found, bound, capped)
     return Prior(float(s2), float(d0))

@@ -199,6 +199,7 @@ def test_stale_workflow_is_detected(tmp_path: Path) -> None:
     assert proc.returncode == 13 and "regenerate it" in proc.stderr
 
 
+@pytest.mark.slow  # asks the package index
 def test_matrix_latest_asks_the_real_index() -> None:
     proc = run_tfbuild("matrix", "--latest", "--json", cwd=REPO)
     assert proc.returncode == 0, proc.stderr

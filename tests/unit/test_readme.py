@@ -212,3 +212,28 @@ def test_the_readme_is_short_lists_every_command_and_its_links_lead_somewhere() 
                 headings = re.findall(r"^#+ (.+)$", where.read_text(), re.M)
                 slugs = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in headings}
                 assert anchor in slugs, (path.name, target)
+
+
+def test_readme_says_how_long_the_tests_take() -> None:
+    """The README's test timings are the committed measurement's (scripts/suite-time writes
+    docs/measurements/suite-time.json): the whole suite, and the everyday subset with the very
+    marker expression the script runs, each passing."""
+    import json
+
+    doc = json.loads((REPO / "docs" / "measurements" / "suite-time.json").read_text())
+    runs = doc["runs"]
+    full, everyday = runs["full"], runs["everyday"]
+    assert full["exit"] == everyday["exit"] == 0 and full["failed"] == everyday["failed"] == 0
+    assert full["passed"] > everyday["passed"] > 0
+    text = " ".join((REPO / "README.md").read_text().split())
+    assert (
+        f"The whole suite takes about {full['wall_s'] / 60:.0f} minutes on a 2-vCPU machine "
+        f"({full['passed']} tests, on an {full['cpu']} guest whose 20M-iteration Python loop "
+        f"takes {full['loop_s']:.2f} s" in text
+    )
+    assert everyday["command"] == "pytest -m 'not docker and not tf and not slow'"
+    assert (
+        '`pytest -m "not docker and not tf and not slow"` runs the '
+        f"{everyday['passed']} tests that need no Docker engine, no TensorFlow wheel and no long "
+        f"simulation, in about {everyday['wall_s'] / 60:.0f} minutes there" in text
+    )

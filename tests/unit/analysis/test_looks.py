@@ -22,7 +22,7 @@ SESSIONS = 200
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("configs", [4, 8, 16])
+@pytest.mark.parametrize("configs", [4, 16])  # 8 lies between: the same checks, no new one
 @pytest.mark.parametrize("design", ["fixed", "sequential"])
 def test_no_false_claims_under_the_null(configs: int, design: str) -> None:
     """Every config replays processes of the same real build: in at most 5 % of 200 sessions

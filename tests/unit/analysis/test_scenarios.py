@@ -375,6 +375,7 @@ def test_compare_leads_with_an_answer_that_names_its_margin_and_confidence(path:
             assert f"({sure:.1%} confidence)" in first, first
 
 
+@pytest.mark.slow  # 2000 simulated sessions
 def test_the_committed_run_is_current() -> None:
     """The table docs/reference.md shows is rendered from tests/fixtures/scenarios.json: made
     under today's rules, at least 2000 sessions of each scenario of today's catalogue, every

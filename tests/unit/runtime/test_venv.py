@@ -27,6 +27,7 @@ from tfbuild.runtime.venv import LocalVenv
 from tfbuild.store import Artifact, Manifest
 
 
+@pytest.mark.slow  # real venvs and pip
 def test_a_venv_works_where_it_stands_and_a_broken_one_is_redone(tmp_path: Path) -> None:
     wheel = pure_wheel(tmp_path, "tfbuild_venv_probe", "1.0", [])
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -57,6 +58,7 @@ def test_a_venv_works_where_it_stands_and_a_broken_one_is_redone(tmp_path: Path)
 INHERIT = PipSettings("inherit", "inherit", "inherit", ())
 
 
+@pytest.mark.slow  # real venvs and pip
 def test_local_venv_is_cached_and_rebuilt_when_broken(tmp_path: Path) -> None:
     wheel = build_wheel(tmp_path, package="tinypkg", version="1.0", cflags=[])
     artifact = Artifact("tiny", wheel, "0" * 64, (), None)
@@ -86,6 +88,7 @@ def artifact(path: Path, extras: tuple[str, ...] = ()) -> Artifact:
     return Artifact("probe", path, digest, (), None, extras)
 
 
+@pytest.mark.slow  # real venvs and pip
 def test_a_local_venv_is_made_from_the_wheels_python(tmp_path: Path) -> None:
     """A cp3XY wheel gets a venv of CPython 3.XY (another version than tfbuild's own), and a
     wheel for a Python this machine lacks is refused by name."""
@@ -108,6 +111,7 @@ def test_a_local_venv_is_made_from_the_wheels_python(tmp_path: Path) -> None:
         )
 
 
+@pytest.mark.slow  # real venvs and pip
 def test_a_cuda_build_is_installed_with_its_and_cuda_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
