@@ -27,7 +27,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(4, os.cpu_count() or 1)
 
 
-ALONE = {"test_bench.py": 75, "test_looks.py": 90, "test_workload.py": 80}
+ALONE = {"test_bench.py": 75, "test_looks.py": 10, "test_workload.py": 80}
 """Files whose tests are a group each, and about how long one takes (seconds)."""
 SECONDS = {
     "test_run.py": 440,

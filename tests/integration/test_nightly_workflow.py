@@ -28,7 +28,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -304,7 +304,7 @@ def test_the_base_image_step_generated_before_fails_on_the_runner_image(
     today's command with --debootstrap, which does the same, for a tag of its own that no
     engine has, as on a fresh runner, whatever the other tests made before), the step fails
     for want of it and the build is skipped; the same job as generated now is
-    test_nightly_workflow_replayed."""
+    test_the_first_night_builds_the_release_the_plan_found."""
     fresh = f"tfbuild-replay/old-base-{uuid.uuid4().hex[:10]}:bookworm"
     assert image_attrs(fresh) is None
     old = workflow(repository)
@@ -326,22 +326,51 @@ def test_the_base_image_step_generated_before_fails_on_the_runner_image(
     assert image_attrs(fresh) is None
 
 
-def test_nightly_workflow_replayed(
-    repository: Path, container: str, pinned: str, replay_base: str, tmp_path: Path
-) -> None:
-    remote = server(tmp_path)
-    first = Night(repository, container, tmp_path / "night-1", run_id=1, remote=remote)
+@dataclass
+class FirstNight:
+    """The first night, replayed once for the tests after it: its plan and build jobs, the git
+    remote it pushed to, and the module's folder (mounted in its runner container)."""
+
+    night: Night
+    plan: Any
+    builds: list[Any]
+    remote: Path
+    folder: Path
+    container: str
+
+
+@pytest.fixture(scope="module")
+def nights(standin: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """One runner container for the module's nights, their folder mounted where it is."""
+    folder = tmp_path_factory.mktemp("nights")
+    with runner_container(standin, [folder]) as started:
+        yield started, folder
+
+
+@pytest.fixture(scope="module")
+def first_night(repository: Path, nights: tuple[str, Path]) -> FirstNight:
+    """plan -> build -> bench -> compare on a repository with no results branch yet."""
+    container, folder = nights
+    remote = server(folder)
+    first = Night(repository, container, folder / "night-1", run_id=1, remote=remote)
     first.results(tonight({}, seed=10))
     first.run("plan", "build", "bench", "compare")
     (plan,) = first.job("plan")
     assert plan.ok, _log([plan])
+    return FirstNight(first, plan, first.job("build"), remote, folder, container)
+
+
+def test_the_first_night_builds_the_release_the_plan_found(
+    repository: Path, first_night: FirstNight, pinned: str, replay_base: str
+) -> None:
+    first, plan = first_night.night, first_night.plan
     assert plan.outputs["run"] == "true"
     release = plan.outputs["tensorflow"]
     latest = json.loads(run_tfbuild("matrix", "--matrix", str(repository / "toy/matrix.yaml"),
                                     "--latest", "--json").stdout)["latest"]  # fmt: skip
     assert release == latest["build"] != "2.17.1", "a newer release than the matrix's default"
 
-    builds = first.job("build")
+    builds = first_night.builds
     assert [(b.matrix["variant"], b.matrix["for"]) for b in builds] == [
         ("avx2-fma", "any"), ("tuned", "runner-a"), ("tuned", "runner-b"),
     ]  # fmt: skip
@@ -383,20 +412,28 @@ def test_nightly_workflow_replayed(
     summary = (first.root / "jobs" / "compare-0" / "summary").read_text()
     assert "Against the previous results" not in summary and "Gold 6132" in summary
     assert f"First night: no {RESULTS_BRANCH} branch yet, so nothing to gate against" in summary
-    assert branch_files(remote) == ["runner-a.json", "runner-b.json"]
+    assert branch_files(first_night.remote) == ["runner-a.json", "runner-b.json"]
     for build in builds:  # each build job saved its bazel cache, under a key of this run
         (saved,) = (first.root / "caches").glob(
             f"bazel-{build.matrix['variant']}-{build.matrix['for']}-*-1-1"
         )
         assert (saved / "toy" / "builds").is_file()
 
-    # Re-run failed jobs: a build that runs out of time (here the Build step's limit lasts
-    # seconds) still saves its bazel cache, under its attempt's key, and stops its container;
-    # the next attempt passes, its upload replacing the artifact of the first (GitHub refuses a
-    # second artifact of one name in a run, 409 Conflict, unless told to overwrite).
+
+def test_a_build_out_of_time_keeps_its_cache_and_a_rerun_replaces_its_wheel(
+    first_night: FirstNight,
+) -> None:
+    """Re-run failed jobs: a build that runs out of time (here the Build step's limit lasts
+    seconds) still saves its bazel cache, under its attempt's key, and stops its container;
+    the next attempt passes, its upload replacing the artifact of the first (GitHub refuses a
+    second artifact of one name in a run, 409 Conflict, unless told to overwrite)."""
+    first = first_night.night
     replay = first.replay
     replay.run_attempt, replay.minute_s = 2, 0.005  # the Build step stops after 1.7 s
-    (timed_out,) = replay.run_job("build", only=[0])
+    try:
+        (timed_out,) = replay.run_job("build", only=[0])
+    finally:
+        replay.run_attempt, replay.minute_s = 3, 60.0
     assert timed_out.matrix["variant"] == "avx2-fma"
     build_step = timed_out.step("Build")
     assert build_step.outcome == "failure", _log([timed_out])
@@ -407,45 +444,74 @@ def test_nightly_workflow_replayed(
     assert "avx2-fma " in (again / "toy" / "builds").read_text()  # restored, then saved
     store = first.root / "jobs" / "build-0" / "attempt-2" / "work" / "wheels"
     assert containers(f"org.tfbuild.store={store}", stopped=True) == []
-    replay.run_attempt, replay.minute_s = 3, 60.0
     (rerun,) = replay.run_job("build", only=[0])
     assert rerun.ok, _log([rerun])
     artifact = first.root / "artifacts" / "wheel-any-avx2-fma"
     assert len(list(artifact.glob("*/*.whl"))) == 1
 
-    # The passing night published: its wheels built for any runner as an index that pip
-    # installs from over HTTP (the Pages site served here), beside the report.
+
+def test_a_passing_night_publishes_an_index_pip_installs_from(
+    first_night: FirstNight, tmp_path: Path
+) -> None:
+    """Its wheels built for any runner, as an index that pip installs from over HTTP (the
+    Pages site served here), beside the report."""
+    first = first_night.night
     first.run("publish", "deploy")
     (publish,) = first.job("publish")
     assert publish.ok, _log([publish])
     site = first.root / "artifacts" / "github-pages"
     assert (site / "index.html").read_text().lower().startswith("<!doctype html>")
-    (built,) = artifact.glob("*/*.whl")
+    (built,) = (first.root / "artifacts" / "wheel-any-avx2-fma").glob("*/*.whl")
     fetched = served_wheel(site, "tfbuild-probe==1.0.0+avx2.fma", tmp_path / "fetched")
     assert fetched.name == built.name and sha256_of(fetched) == sha256_of(built)
 
-    def second(name: str, docs: dict[str, Results], run_id: int, path: str = WORKFLOW) -> Any:
-        night = Night(repository, container, tmp_path / name, run_id, remote, path)
-        shutil.copytree(first.root / "caches", night.root / "caches")
-        night.root.joinpath("artifacts").mkdir()
-        for artifact in (first.root / "artifacts").glob("wheel-*"):
-            shutil.copytree(artifact, night.root / "artifacts" / artifact.name)
-        night.results(docs)
-        night.replay.results["plan"] = [plan]  # the first night's decision and release
-        night.replay.results["build"] = builds
-        night.run("bench", "compare")
-        (job,) = night.job("compare")
-        return job
 
-    unchanged = second("unchanged", tonight({}, seed=20), run_id=2)
+def copied_remote(first_night: FirstNight, folder: Path) -> Path:
+    """A copy of the first night's git remote in `folder`, as server() lays one out."""
+    shutil.copytree(first_night.remote.parents[1], folder / "server")
+    return server(folder)
+
+
+def second(
+    repository: Path, first_night: FirstNight, name: str, docs: dict[str, Results], run_id: int,
+    path: str = WORKFLOW, remote: Path | None = None,
+) -> Any:  # fmt: skip
+    """A later night on the first night's plan, builds and caches, and on a copy of its git
+    remote (of `remote`, when given): its bench and compare jobs; the compare job."""
+    first = first_night.night
+    root = first_night.folder / name
+    if remote is None:
+        remote = copied_remote(first_night, root)
+    night = Night(repository, first_night.container, root, run_id, remote, path)
+    shutil.copytree(first.root / "caches", night.root / "caches")
+    night.root.joinpath("artifacts").mkdir()
+    for artifact in (first.root / "artifacts").glob("wheel-*"):
+        shutil.copytree(artifact, night.root / "artifacts" / artifact.name)
+    night.results(docs)
+    night.replay.results["plan"] = [first_night.plan]  # the first night's decision and release
+    night.replay.results["build"] = first_night.builds
+    night.run("bench", "compare")
+    (job,) = night.job("compare")
+    return job
+
+
+def test_an_unchanged_night_passes_its_gate_on_both_machine_classes(
+    repository: Path, first_night: FirstNight
+) -> None:
+    unchanged = second(repository, first_night, "unchanged", tonight({}, seed=20), run_id=2)
     assert unchanged.ok, _log([unchanged])
     gate = unchanged.step("Report and regression gate (same machine class)")
     assert gate.outcome == "success"
-    summary = (tmp_path / "unchanged" / "jobs" / "compare-0" / "summary").read_text()
+    summary = (first_night.folder / "unchanged" / "jobs" / "compare-0" / "summary").read_text()
     assert summary.count("Against the previous results") == 1
     assert "Gold 6132" in summary and "E5-2680 v3" in summary  # both classes compared
 
-    crashed = second("crash", tonight({}, seed=30, crash="tuned:default"), run_id=3)
+
+def test_a_crash_fails_the_gate_naming_the_machine_class_and_keeps_nothing(
+    repository: Path, first_night: FirstNight
+) -> None:
+    docs = tonight({}, seed=30, crash="tuned:default")
+    crashed = second(repository, first_night, "crash", docs, run_id=3)
     gate = crashed.step("Report and regression gate (same machine class)")
     assert gate.outcome == "failure", _log([crashed])
     assert (
@@ -457,27 +523,39 @@ def test_nightly_workflow_replayed(
         == "skipped"  # fmt: skip
     assert crashed.step(f"Push them to the {RESULTS_BRANCH} branch").outcome == "skipped"
 
-    slower = second("slower", tonight({"runner-b": {"tuned:default": 0.99}}, seed=40), run_id=4)
+
+def test_a_slower_night_fails_the_gate_on_its_machine_class(
+    repository: Path, first_night: FirstNight
+) -> None:
+    docs = tonight({"runner-b": {"tuned:default": 0.99}}, seed=40)
+    slower = second(repository, first_night, "slower", docs, run_id=4)
     gate = slower.step("Report and regression gate (same machine class)")
     assert gate.outcome == "failure", _log([slower])
     causes = gate.output.split("cause(s):\n", 1)[1].splitlines()
     assert causes and all(c.strip().startswith("tuned:default ") for c in causes), causes
     assert all("slower than 5% allows" in c and "Gold 6132" in c for c in causes)
 
-    # The branch emptied by hand: a red night that says why, never a gate that turns itself off,
-    empty = tmp_path / "empty-branch"
+
+def test_a_results_branch_emptied_by_hand_fails_the_gate_and_says_why(
+    repository: Path, first_night: FirstNight
+) -> None:
+    """A red night that says why, never a gate that turns itself off; on the workflow
+    generated without a build runner: no build job, and each bench job skips the source
+    variants, as its file says."""
+    assert "build" not in workflow(repository, STANDARD)["jobs"]
+    root = first_night.folder / "emptied"
+    remote = copied_remote(first_night, root)
+    empty = root / "empty-branch"
     for command in (["init", "-q", "-b", RESULTS_BRANCH, str(empty)],
                     ["-C", str(empty), "-c", "user.name=t", "-c", "user.email=t@example.com",
                      "commit", "-q", "--allow-empty", "-m", "emptied"],
                     ["-C", str(empty), "push", "-q", "--force", str(remote),
                      f"HEAD:refs/heads/{RESULTS_BRANCH}"]):  # fmt: skip
         subprocess.run(["git", *command], check=True)
-    # ... on the workflow generated without a build runner: no build job, and each bench job
-    # skips the source variants, as its file says.
-    assert "build" not in workflow(repository, STANDARD)["jobs"]
-    emptied = second("emptied", tonight({}, seed=50), run_id=5, path=STANDARD)
+    docs = tonight({}, seed=50)
+    emptied = second(repository, first_night, "emptied/night", docs, 5, STANDARD, remote)
     for runner in RUNNERS:
-        args = (tmp_path / "emptied" / f"bench-args-{runner}").read_text().split()
+        args = (root / "night" / f"bench-args-{runner}").read_text().split()
         assert [args[i + 1] for i, a in enumerate(args) if a == "--skip"] == ["avx2-fma", "tuned"]
     gate = emptied.step("Report and regression gate (same machine class)")
     assert gate.outcome == "failure", _log([emptied])

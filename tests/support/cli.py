@@ -21,6 +21,25 @@ from support.env import TOY
 
 RESULTS = TOY.parent / "results"
 """Committed results files: real sessions, and the golden outputs of `tfbuild compare`."""
+EVERYDAY_SESSIONS = ("default-run-epyc.json.gz",)
+"""The committed session a check made of every one runs on in the everyday subset, one that
+answers "Use" (the others are marked slow: the whole suite runs them)."""
+
+
+def committed_sessions() -> list[Any]:
+    """Every committed session (not the calibration run) as a pytest parameter, those not in
+    EVERYDAY_SESSIONS marked slow."""
+    import pytest
+
+    names = sorted(
+        p.name
+        for p in RESULTS.iterdir()
+        if p.name.endswith((".json", ".json.gz")) and not p.name.startswith("calibration")
+    )
+    return [
+        pytest.param(n, marks=() if n in EVERYDAY_SESSIONS else (pytest.mark.slow,), id=n)
+        for n in names
+    ]
 
 
 def compare(*args: str, cwd: Path = RESULTS) -> subprocess.CompletedProcess[str]:

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from support.env import REPO
 
 from tfbuild.cli.app import cli
@@ -20,6 +21,7 @@ def documentation() -> str:
     return " ".join(" ".join(path.read_text().split()) for path in DOCUMENTS)
 
 
+@pytest.mark.slow  # every generated block's command, run again (about 20 s of CPU)
 def test_readme_blocks_match_their_commands() -> None:
     proc = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "readme-blocks"), "--check"],

@@ -163,6 +163,7 @@ def test_the_variance_prior_recovers_how_much_variances_differ() -> None:
     assert stats.variance_prior([0.1, 0.2], [3, 3]).df == 0.0
 
 
+@pytest.mark.slow  # a Monte Carlo of 4000 sets
 def test_moderated_t_intervals_keep_their_level_when_variances_differ() -> None:
     """Eight comparisons of 4 values each whose true sds differ threefold, moderated together,
     in 4000 sets (Monte Carlo): their intervals at 95 % miss in 5.4 % on average over the

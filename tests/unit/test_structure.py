@@ -346,8 +346,8 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
     ),
     "tfbuild.analysis.power": (
         "tests/unit/analysis/test_looks.py",
-        "fixed_equivalent",
-        "its plans are promises about sessions: shown on replayed ones",
+        'evidence()["fixed-equivalent"]',
+        "its plans are promises about sessions: shown on replayed ones (committed, kept current)",
     ),
     "tfbuild.analysis.simulated": (
         "tests/unit/analysis/test_scenarios.py",

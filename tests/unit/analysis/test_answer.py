@@ -11,13 +11,9 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from support.cli import RESULTS, compare
+from support.cli import RESULTS, committed_sessions, compare
 
-SESSIONS = sorted(
-    p.name
-    for p in RESULTS.iterdir()
-    if p.name.endswith((".json", ".json.gz")) and not p.name.startswith("calibration")
-)
+SESSIONS = committed_sessions()
 
 
 def _figures(name: str) -> dict[str, Any]:

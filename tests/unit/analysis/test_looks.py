@@ -1,89 +1,121 @@
 """The decision layer as a whole, on sessions replayed from real recorded runs through the
 session's own rounds (tests/support/replay.py): error control under the null with and without
-adaptive stopping, power at the difference the report calls detectable, the planners (the ETA
-and the fixed design a report compares with), replay of looks."""
+adaptive stopping, the planners (the ETA and the fixed design a report compares with), resting,
+replay of looks. The large studies (200 sessions each, 16 configs among them) are judged from
+their committed evidence (tests/fixtures/looks.json, support/looks.py), shown current by
+replaying a few of each study's sessions; the null is also checked live, at 4 configs, on
+enough fresh sessions that a 10 % rate of false claims fails it."""
 
 from __future__ import annotations
 
-import statistics
-from dataclasses import replace
-from pathlib import Path
+import json
+from dataclasses import asdict, replace
+from typing import Any
 
 import pytest
-from support.replay import SEQUENTIAL, false_claims, fixed, pool, replay_session, report
+from support.looks import EVIDENCE, SCHEMA, STUDIES, Study, outcome, pool_sha256
+from support.replay import POOL_FILE, SEQUENTIAL, pool, replay_session, report
 
 from tfbuild.analysis.estimates import OVERALL
-from tfbuild.analysis.host_report import analyse_host
-from tfbuild.analysis.sessions import Session
 from tfbuild.results.model import LookEstimate
 from tfbuild.results.rules import DECISIONS, rules
 
-SESSIONS = 200
+SESSIONS = 100
+ALLOWED = 4
+"""The live null check: at most this many of SESSIONS sessions with a false claim. A design
+that made one in 10 % of its sessions passes with probability 2.4 % (binomial); the committed
+evidence's 800 null sessions hold none."""
+CHECKED = 4
+"""Seeds of each committed study replayed again, spread over the study."""
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("configs", [4, 16])  # 8 lies between: the same checks, no new one
-@pytest.mark.parametrize("design", ["fixed", "sequential"])
-def test_no_false_claims_under_the_null(configs: int, design: str) -> None:
-    """Every config replays processes of the same real build: in at most 5 % of 200 sessions
-    does the report claim anything faster or slower (verdicts overall and per benchmark and
-    the A/A check), with a fixed 10-round design and with adaptive stopping (the default
-    matrix's looks from round 3). So each config is a fastest config, and putting it out is the
-    selection's error: with 16 configs, each is put out in at most 1.5 % of the sessions (the
-    selection's share of alpha; 3200 trials, the binomial sd at 1.5 % is 0.21 %)."""
-    runs = pool()
-    chosen = fixed(10) if design == "fixed" else SEQUENTIAL
-    wrong = out = 0
-    rounds = []
-    for seed in range(SESSIONS):
-        doc = replay_session(configs, chosen, seed, runs=runs)
-        rounds.append(len(doc.order or ()))
-        r = report(doc)
-        assert not r.replay, r.replay
-        wrong += bool(false_claims(r))
-        out += len({c.config for c in r.out})
-    assert wrong <= 0.05 * SESSIONS, (wrong, statistics.mean(rounds))
-    if configs == 16:
-        rate = out / (configs * SESSIONS)
-        assert rate <= rules(DECISIONS).split["selection"] + 0.005, rate
+def evidence() -> dict[str, dict[str, Any]]:
+    doc = json.loads(EVIDENCE.read_text())
+    assert doc["schema"] == SCHEMA
+    return {s["name"]: s for s in doc["studies"]}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
-    ("configs", "sessions", "by_named", "given"), [(4, 200, 0.45, 0.6), (16, 40, 0.25, 0.15)]
+    "study",
+    [
+        pytest.param(s, marks=[pytest.mark.slow] if s.configs > 4 else [], id=s.name)
+        for s in STUDIES
+    ],
 )
-def test_the_eta_is_the_median_stop(
-    configs: int, sessions: int, by_named: float, given: float
-) -> None:
-    """At a look, the rounds a running session says are left (the ETA) name a scheduled look
-    by which half of the sessions like it have stopped on their answer. On replayed sessions
-    of real processes of one build, over every look that gives an ETA: with 4 configs the
-    session had stopped by the look named in at least 45 %, and by the look before it in at
-    most 55 %; and of the looks of sessions that go on to stop on their answer, at least 60 %
-    give an ETA. With 16 configs of one build a session answers "Keep" only once all 16 are
-    known within the margin, mostly at the horizon if at all, and the first rounds' variance
-    (real processes: heavy-tailed, and quieter early) flatters the forecast: there the session
-    had stopped by the look named in at least 25 % (before it: at most 55 %), and at least 15 %
-    of those looks give one."""
+def test_the_committed_evidence_is_current(study: Study) -> None:
+    """tests/fixtures/looks.json replays today's pool under today's rules, holds every study
+    as defined (sessions, seeds) with one outcome a session, and CHECKED of its sessions,
+    replayed again, do what it says they did (the replay is seeded): after a change to the
+    rules, the looks or the report, `scripts/looks-evidence` writes it again."""
+    doc = json.loads(EVIDENCE.read_text())
+    assert doc["pool"] == {"file": POOL_FILE.name, "sha256": pool_sha256()}
+    assert doc["rules"] == DECISIONS
+    saved = evidence()[study.name]
+    outcomes = saved.pop("outcomes")
+    assert saved == asdict(study) and len(outcomes) == study.sessions
     runs = pool()
+    picked = sorted({study.sessions * i // (CHECKED - 1) for i in range(CHECKED - 1)})
+    for i in [*picked, study.sessions - 1]:
+        seed = study.seeds[i]
+        assert outcome(study, seed, runs) == outcomes[i], (study.name, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", ["fixed", "sequential"])
+def test_no_false_claims_under_the_null(design: str) -> None:
+    """Every config replays processes of the same real build, 4 configs: in at most ALLOWED
+    of SESSIONS sessions (fresh seeds) does the report claim anything faster or slower
+    (verdicts overall and per benchmark and the A/A check), with a fixed 10-round design and
+    with adaptive stopping (the default matrix's looks from round 3)."""
+    study = Study("live", "null", 4, design, SESSIONS, 90_000)
+    runs = pool()
+    claimed = [seed for seed in study.seeds if outcome(study, seed, runs)["claims"]]
+    assert len(claimed) <= ALLOWED, claimed
+
+
+@pytest.mark.parametrize("name", [s.name for s in STUDIES if s.kind == "null"])
+def test_the_committed_null_sessions_claim_nothing(name: str) -> None:
+    """The committed evidence, 200 sessions of each null study: at most 5 % claim anything
+    faster or slower. Each config is a fastest config, and putting it out is the selection's
+    error: each is put out in at most the selection's share of alpha (1.5 %, + 0.5 %; with 16
+    configs 3200 trials, the binomial sd at 1.5 % is 0.21 %)."""
+    study = evidence()[name]
+    outcomes = study["outcomes"]
+    wrong = sum(o["claims"] > 0 for o in outcomes)
+    assert wrong <= 0.05 * len(outcomes), wrong
+    rate = sum(o["out"] for o in outcomes) / (study["configs"] * len(outcomes))
+    assert rate <= rules(DECISIONS).split["selection"] + 0.005, rate
+
+
+@pytest.mark.parametrize(
+    ("name", "by_named", "given"), [("eta-4", 0.45, 0.6), ("eta-16", 0.25, 0.15)]
+)
+def test_the_eta_is_the_median_stop(name: str, by_named: float, given: float) -> None:
+    """At a look, the rounds a running session says are left (the ETA) name a scheduled look
+    by which half of the sessions like it have stopped on their answer. On the committed
+    replayed sessions of real processes of one build (200 of 4 configs, 40 of 16), over every
+    look that gives an ETA: with 4 configs the session had stopped by the look named in at
+    least 45 %, and by the look before it in at most 55 %; and of the looks of sessions that
+    go on to stop on their answer, at least 60 % give an ETA. With 16 configs of one build a
+    session answers "Keep" only once all 16 are known within the margin, mostly at the
+    horizon if at all, and the first rounds' variance (real processes: heavy-tailed, and
+    quieter early) flatters the forecast: there the session had stopped by the look named in
+    at least 25 % (before it: at most 55 %), and at least 15 % of those looks give one."""
     schedule = SEQUENTIAL.schedule
     by = before = named = 0
     looks_resolved = given_resolved = 0
-    for seed in range(sessions):
-        doc = replay_session(configs, SEQUENTIAL, 50_000 + seed, runs=runs, forecast=True)
-        stop = doc.session.stop
-        assert stop is not None
-        resolved = stop.round if stop.reason == "resolved" else None
-        for look in doc.looks or ():
-            if look.round == resolved:
+    for session in evidence()[name]["outcomes"]:
+        resolved = session["resolved"]
+        for round_, rounds_left in session["looks"]:
+            if round_ == resolved:
                 continue
             looks_resolved += resolved is not None
-            if look.rounds_left is None:
+            if rounds_left is None:
                 continue
             named += 1
             given_resolved += resolved is not None
-            due = look.round + look.rounds_left
-            assert due in schedule, (look.round, look.rounds_left)
+            due = round_ + rounds_left
+            assert due in schedule, (round_, rounds_left)
             by += resolved is not None and resolved <= due
             before += resolved is not None and resolved <= schedule[schedule.index(due) - 1]
     shares = (by / named, before / named, given_resolved / looks_resolved)
@@ -91,25 +123,17 @@ def test_the_eta_is_the_median_stop(
     assert shares[2] >= given, shares
 
 
-@pytest.mark.slow
 def test_a_fixed_design_of_the_rounds_the_report_names_resolves_half_the_time() -> None:
     """The report of a sequential session says how many rounds a fixed design would have
     needed to resolve its leading tier as well: a fixed session of that many rounds (other
-    processes of the same build) does it in 40-65 % of 200 replayed sessions."""
-    runs = pool()
-    as_well = named = 0
-    for seed in range(SESSIONS):
-        done = replay_session(4, SEQUENTIAL, 60_000 + seed, runs=runs)
-        sequential = analyse_host([Session(Path(f"{done.id}.json"), done)], power=True)
-        if sequential.fixed_equivalent is None:
-            continue
-        rounds, processes = sequential.fixed_equivalent
-        assert processes == rounds * 5  # three configs, the baseline and its A/A copy
-        again = report(replay_session(4, fixed(rounds), 70_000 + seed, runs=runs))
-        as_well += again.resolution <= sequential.resolution
-        named += 1
-    assert named >= 0.9 * SESSIONS, named
-    assert 0.4 <= as_well / named <= 0.65, (as_well, named)
+    processes of the same build) does it in 40-65 % of the 200 committed replayed sessions;
+    its processes are those rounds of three configs, the baseline and its A/A copy."""
+    outcomes = evidence()["fixed-equivalent"]["outcomes"]
+    named = [o for o in outcomes if o["rounds"] is not None]
+    assert all(o["processes"] == o["rounds"] * 5 for o in named)
+    assert len(named) >= 0.9 * len(outcomes), len(named)
+    as_well = sum(o["as_well"] for o in named)
+    assert 0.4 <= as_well / len(named) <= 0.65, (as_well, len(named))
 
 
 def test_a_leader_known_to_the_target_rests_while_another_is_not() -> None:

@@ -138,6 +138,7 @@ UNREACHABLE_INDEX = {
 }
 
 
+@pytest.mark.slow  # pip against an unreachable index, and six audits
 def test_without_cuobjdump_or_index_the_report_says_why_then_lists_it_later(
     tmp_path: Path,
 ) -> None:

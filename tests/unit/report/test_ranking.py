@@ -12,14 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
-from support.cli import RESULTS, run_tfbuild
+from support.cli import RESULTS, committed_sessions, run_tfbuild
 from support.synthetic import session, write
 
-SESSIONS = sorted(
-    p.name
-    for p in RESULTS.iterdir()
-    if p.name.endswith((".json", ".json.gz")) and not p.name.startswith("calibration")
-)
+SESSIONS = committed_sessions()
 SEPARATORS = re.compile(r"[\s\u2500-\u257f]+")
 CONTINUED = "continued"
 """The title of the per-benchmark table's continuation, which only a narrow layout has."""
