@@ -30,7 +30,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 ALONE = {"test_bench.py": 75, "test_looks.py": 10, "test_workload.py": 80}
 """Files whose tests are a group each, and about how long one takes (seconds)."""
 SECONDS = {
-    "test_run.py": 440,
+    "test_run.py": 300,
     "test_build.py": 380,
     "test_nightly_workflow.py": 375,
     "test_isa_emulation.py": 255,
@@ -155,26 +155,42 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         subprocess.run(volume, capture_output=True, check=False)
 
 
-@pytest.fixture(scope="module")
-def tf_python(tf_workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The interpreter of a local runtime of the real stock wheel (tensorflow-cpu 2.21.0, in
-    the store and runtime cache the other TensorFlow tests share)."""
+def prepared(tf_workspace: Path, folder: Path, variant: str) -> Path:
+    """The interpreter of a local runtime of a TensorFlow wheel from the package index
+    (`variant`, a matrix entry), made in the store and caches every TensorFlow test shares as
+    a session makes it: fetched, audited for this machine, installed. tfbuild locks each step,
+    so each is done once per test run, by whichever test asks first."""
+    from tfbuild.audit.inspect import inspect_wheel
     from tfbuild.config.load import load_matrix
     from tfbuild.config.model import INHERIT_PIP
     from tfbuild.fetch import fetch
     from tfbuild.runtime.venv import LocalVenv
     from tfbuild.store import WheelStore
 
-    folder = tmp_path_factory.mktemp("tf-python")
-    (folder / "matrix.yaml").write_text(
-        "schema_version: 1\nvariants:\n"
-        "  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
-    )
-    (variant,) = load_matrix(folder / "matrix.yaml").variants
-    artifact, _ = fetch(variant, WheelStore(tf_workspace / "wheels"), INHERIT_PIP)
+    (folder / "matrix.yaml").write_text(f"schema_version: 1\nvariants:\n  - {variant}\n")
+    (entry,) = load_matrix(folder / "matrix.yaml").variants
+    artifact, _ = fetch(entry, WheelStore(tf_workspace / "wheels"), INHERIT_PIP)
+    inspect_wheel(artifact.wheel, tf_workspace / "cache", pip_settings=INHERIT_PIP)
     venv = LocalVenv(artifact, tf_workspace / "cache", INHERIT_PIP)
     venv.prepare()
     return venv.interpreter
+
+
+@pytest.fixture(scope="session")
+def tf_python(tf_workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stock wheel's runtime (tensorflow-cpu 2.21.0, the default matrix's baseline)."""
+    variant = "{name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}"
+    return prepared(tf_workspace, tmp_path_factory.mktemp("tf-python"), variant)
+
+
+@pytest.fixture(scope="session")
+def tf_214_python(tf_workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Stock 2.14.1's runtime, as the default matrix's intel-2023 set defines it (numpy < 2)."""
+    variant = (
+        "{name: stock-2.14, source: pypi, requirement: tensorflow-cpu==2.14.1, "
+        'constraints: ["numpy<2"]}'
+    )
+    return prepared(tf_workspace, tmp_path_factory.mktemp("tf-214-python"), variant)
 
 
 @pytest.fixture(scope="session")

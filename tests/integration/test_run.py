@@ -26,10 +26,12 @@ process), so whether a third starts is what it decides."""
 
 @pytest.mark.tf
 @pytest.mark.slow
+@pytest.mark.usefixtures("tf_python", "tf_214_python")  # both wheels fetched, audited, installed
 def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) -> None:
     """The default matrix, restricted to stock TF and (from its intel-2023 opt-in set) stock
     2.14 with their default tunings, on local venvs, with the quick preset on a shorter budget:
-    the whole loop plans once, writes the report and prints the ranking."""
+    the whole loop plans once, writes the report and prints the ranking. (The two wheels'
+    fetch, audit and install are the shared TensorFlow fixtures': the run finds them done.)"""
     proc, plans = plans_made(
         tmp_path / "plans.jsonl",
         "run",

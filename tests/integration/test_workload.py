@@ -127,6 +127,7 @@ def test_a_savedmodel_is_ranked_on_throughput_and_latency(
     assert {"stock:default", "stock:single-thread"} <= ranked
 
 
+@pytest.mark.usefixtures("tf_214_python")
 def test_a_keras_file_under_a_build_that_cannot_load_it_fails_that_build_alone(
     tf_workspace: Path, models: dict[str, Path], tmp_path: Path
 ) -> None:
