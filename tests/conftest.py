@@ -13,12 +13,19 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from support.cli import RUN_VARIABLE, toy_build, toy_cache
-from support.docker import ensure_base_image
-from support.env import BASE_IMAGE, REPO, require
+# The suite starts hundreds of Python processes (pytest's workers, tfbuild as a user runs it,
+# benchmark payloads): with PYTHONDONTWRITEBYTECODE set, each compiles every module it imports
+# from source, and each worker rewrites every test module's asserts again. The suite keeps
+# Python's bytecode cache (__pycache__, ignored by git) for itself and what it starts.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-from tfbuild.files import locked
+import pytest  # noqa: E402
+from support.cli import RUN_VARIABLE, toy_build, toy_cache  # noqa: E402
+from support.docker import ensure_base_image  # noqa: E402
+from support.env import BASE_IMAGE, REPO, require  # noqa: E402
+
+from tfbuild.files import locked  # noqa: E402
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -43,6 +50,11 @@ SECONDS = {
     "test_venv.py": 60,
     "test_detect_container.py": 45,
     "test_base_image.py": 40,
+    "test_machines.py": 40,
+    "test_lint.py": 30,
+    "test_errors.py": 25,
+    "test_inspect.py": 20,
+    "test_resources.py": 15,
 }
 """About how long the slowest file groups take on a new 2-vCPU machine (seconds; the rest take
 a few): only the order groups start in follows from them."""
