@@ -2,7 +2,7 @@
 (support/replay.py): what each replayed session did, seed by seed, for each study below, in
 tests/fixtures/looks.json. tests/unit/analysis/test_looks.py judges every study from the file
 (hundreds of sessions each) and replays a few of each study's seeds to show the file is
-current. `scripts/looks-evidence` writes it (about 6 minutes on 2 vCPUs)."""
+current. `scripts/looks-evidence` writes it (about 1.5 minutes on 2 vCPUs)."""
 
 from __future__ import annotations
 

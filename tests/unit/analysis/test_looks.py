@@ -29,10 +29,14 @@ CHECKED = 4
 """Seeds of each committed study replayed again, spread over the study."""
 
 
-def evidence() -> dict[str, dict[str, Any]]:
-    doc = json.loads(EVIDENCE.read_text())
+def committed() -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(EVIDENCE.read_text())
     assert doc["schema"] == SCHEMA
-    return {s["name"]: s for s in doc["studies"]}
+    return doc
+
+
+def evidence() -> dict[str, dict[str, Any]]:
+    return {s["name"]: s for s in committed()["studies"]}
 
 
 @pytest.mark.parametrize(
@@ -47,10 +51,10 @@ def test_the_committed_evidence_is_current(study: Study) -> None:
     as defined (sessions, seeds) with one outcome a session, and CHECKED of its sessions,
     replayed again, do what it says they did (the replay is seeded): after a change to the
     rules, the looks or the report, `scripts/looks-evidence` writes it again."""
-    doc = json.loads(EVIDENCE.read_text())
+    doc = committed()
     assert doc["pool"] == {"file": POOL_FILE.name, "sha256": pool_sha256()}
     assert doc["rules"] == DECISIONS
-    saved = evidence()[study.name]
+    (saved,) = [s for s in doc["studies"] if s["name"] == study.name]
     outcomes = saved.pop("outcomes")
     assert saved == asdict(study) and len(outcomes) == study.sessions
     runs = pool()
