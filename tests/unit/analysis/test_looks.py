@@ -3,17 +3,16 @@ session's own rounds (tests/support/replay.py): error control under the null wit
 adaptive stopping, the planners (the ETA and the fixed design a report compares with), resting,
 replay of looks. The large studies (200 sessions each, 16 configs among them) are judged from
 their committed evidence (tests/fixtures/looks.json, support/looks.py), shown current by
-replaying a few of each study's sessions; the null is also checked live, at 4 configs, on
+replaying a few of each study's sessions (the answer's scenario studies among them, judged in
+test_scenarios.py); the null is also checked live, at 4 configs, on
 enough fresh sessions that a 10 % rate of false claims fails it."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, replace
-from typing import Any
 
 import pytest
-from support.looks import EVIDENCE, SCHEMA, STUDIES, Study, outcome, pool_sha256
+from support.looks import STUDIES, Study, committed, evidence, outcome, pool_sha256
 from support.replay import POOL_FILE, SEQUENTIAL, pool, replay_session, report
 
 from tfbuild.analysis.estimates import OVERALL
@@ -29,16 +28,6 @@ CHECKED = 4
 """Seeds of each committed study replayed again, spread over the study."""
 
 
-def committed() -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(EVIDENCE.read_text())
-    assert doc["schema"] == SCHEMA
-    return doc
-
-
-def evidence() -> dict[str, dict[str, Any]]:
-    return {s["name"]: s for s in committed()["studies"]}
-
-
 @pytest.mark.parametrize(
     "study",
     [
@@ -49,8 +38,9 @@ def evidence() -> dict[str, dict[str, Any]]:
 def test_the_committed_evidence_is_current(study: Study) -> None:
     """tests/fixtures/looks.json replays today's pool under today's rules, holds every study
     as defined (sessions, seeds) with one outcome a session, and CHECKED of its sessions,
-    replayed again, do what it says they did (the replay is seeded): after a change to the
-    rules, the looks or the report, `scripts/looks-evidence` writes it again."""
+    replayed (or simulated) again, do what it says they did (both are seeded): after a change
+    to the rules, the looks, the simulation or the report, `scripts/looks-evidence` writes it
+    again."""
     doc = committed()
     assert doc["pool"] == {"file": POOL_FILE.name, "sha256": pool_sha256()}
     assert doc["rules"] == DECISIONS
