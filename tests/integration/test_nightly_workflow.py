@@ -47,7 +47,7 @@ from support.synthetic import session, write
 
 from tfbuild.ci.settings import RESULTS_BRANCH
 from tfbuild.files import sha256_of
-from tfbuild.results.model import Results, RunFailure
+from tfbuild.results.model import Results, RunFailure, is_aa
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -498,13 +498,18 @@ def second(
 def test_an_unchanged_night_passes_its_gate_on_both_machine_classes(
     repository: Path, first_night: FirstNight
 ) -> None:
-    unchanged = second(repository, first_night, "unchanged", tonight({}, seed=20), run_id=2)
+    docs = tonight({}, seed=20)
+    unchanged = second(repository, first_night, "unchanged", docs, run_id=2)
     assert unchanged.ok, _log([unchanged])
     gate = unchanged.step("Report and regression gate (same machine class)")
     assert gate.outcome == "success"
     summary = (first_night.folder / "unchanged" / "jobs" / "compare-0" / "summary").read_text()
     assert summary.count("Against the previous results") == 1
     assert "Gold 6132" in summary and "E5-2680 v3" in summary  # both classes compared
+    configs = {c.key for d in docs.values() for c in d.configs if not is_aa(c.key)}
+    benchmarks = {b for d in docs.values() for b in d.suite.benchmarks}
+    said = f"Compared {len(configs)} configs x {len(benchmarks)} benchmarks on 2 machine classes"
+    assert f"**{said}.**" in summary, summary
 
 
 def test_a_crash_fails_the_gate_naming_the_machine_class_and_keeps_nothing(

@@ -190,7 +190,10 @@ def test_workflow_fanout_is_the_matrix() -> None:
     ]
     assert workflow["on"]["schedule"][0]["cron"] == "0 3 * * *"
     steps = json.dumps(workflow["jobs"]["compare"])
-    assert "gate=(--against previous-results --new-class-passes --fail-above 5%)" in steps
+    assert (
+        "gate=(--against previous-results --new-class-passes --new-suite-passes --fail-above 5%)"
+        in steps
+    )
 
 
 def test_stale_workflow_is_detected(tmp_path: Path) -> None:

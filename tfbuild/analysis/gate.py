@@ -62,10 +62,40 @@ class Gate:
     other_work: str | None = None
     """Why nothing was compared when every old result measured other work (another model,
     other inputs, or the suite where the new session ran a workload): that fails the gate."""
+    nothing: str | None = None
+    """Why nothing was compared for any other reason (the old results all of another suite
+    version, or of processes started the other way, or sharing no config and benchmark with
+    the new ones): that fails the gate."""
+    suite_change: bool = False
+    """`nothing` is a suite change (every old result of another suite version): one a person
+    may let pass (compare --new-suite-passes)."""
+    suite_change_passes: bool = False
+    """A person let the suite change pass: it is said, and does not fail the gate."""
+
+    def compared(self) -> str:
+        """What the gate compared, in a line: "compared N configs x M benchmarks", or why it
+        compared nothing."""
+        if not self.changes:
+            why = self.nothing or self.other_work
+            if why is None and self.strangers is not None:
+                why = "the old and the new results are of different machine classes"
+            passed = "; passed (--new-suite-passes)" if self.suite_change_passes else ""
+            return f"compared nothing: {why or 'no old results'}{passed}"
+        configs = len({c.config for c in self.changes})
+        benchmarks = len({c.benchmark for c in self.changes})
+        hosts = len({c.host for c in self.changes})
+        where = f" on {hosts} machine classes" if hosts > 1 else ""
+        return (
+            f"compared {configs} config{'s' * (configs != 1)} x {benchmarks} "
+            f"benchmark{'s' * (benchmarks != 1)}{where}"
+        )
 
     def causes(self, fail_above: float) -> list[str]:
         """One line per reason the gate fails."""
         lines = []
+        if self.nothing is not None and not self.suite_change_passes:
+            passes = " (--new-suite-passes lets a suite change pass)" if self.suite_change else ""
+            lines.append(f"nothing compared: {self.nothing}{passes}")
         if self.other_work is not None:
             lines.append(f"nothing compared: {self.other_work}")
         if self.strangers is not None:
@@ -104,24 +134,7 @@ def gate(
     session planned but did not measure, wholly or in part, is missing."""
     notes: list[str] = []
     check_same_work(new)  # says what is mixed
-    versions = {s.results.suite.version for s in new}
-    other = sorted({s.results.suite.version for s in old} - versions)
-    if other:  # after an upgrade: the old work is not this work, so nothing to compare with
-        notes.append(
-            f"old results of suite {', '.join(f'v{v}' for v in other)} are not compared with "
-            f"suite v{min(versions)}: they measured different work"
-        )
-        old = [s for s in old if s.results.suite.version in versions]
-    started = {s.results.suite.processes for s in new}
-    other_started = [s for s in old if s.results.suite.processes not in started]
-    if new and other_started:  # the other way of starting processes: the same work, other levels
-        path = other_started[0].results.suite.processes
-        (now,) = started
-        notes.append(
-            f"{len(other_started)} old result file(s) that {STARTED[path]} are not compared "
-            f"with new ones that {STARTED[now]}: {DIFFERENT_LEVELS} ({other_started[0].path})"
-        )
-        old = [s for s in old if s.results.suite.processes in started]
+    old, nothing, suite_change = _same_suite_and_start(new, old, notes)
     work = work_of(new[0].results) if new else None
     other_work = [s for s in old if work_of(s.results) != work]
     unlike: str | None = None
@@ -141,7 +154,7 @@ def gate(
         new_by, old_by = _by_host(new), _by_host(old)
         pairs = [(key, group, old_by[key]) for key, group in new_by.items() if key in old_by]
         notes += [f"no old results from {key}: nothing to compare" for key in new_by
-                  if key not in old_by and unlike is None]  # fmt: skip
+                  if key not in old_by and unlike is None and nothing is None]  # fmt: skip
         notes += [f"no new results from {key}" for key in old_by if key not in new_by]
     keys: list[tuple[str, str, str]] = []
     tests = []
@@ -186,7 +199,49 @@ def gate(
     strangers = None
     if not pairs and old and not allow_different_hosts:
         strangers = (tuple(_by_host(new)), tuple(_by_host(old)))
-    return Gate(changes, missing, notes, strangers, unlike)
+    elif old and not keys and not missing and unlike is None:
+        nothing = "the new and the old results share no config and benchmark"
+    return Gate(changes, missing, notes, strangers, unlike, nothing, suite_change)
+
+
+def _same_suite_and_start(
+    new: Sequence[Session], old: Sequence[Session], notes: list[str]
+) -> tuple[list[Session], str | None, bool]:
+    """The old results of the new ones' suite version whose processes started the same way
+    (forked or fresh); the others are noted, or, when none is left, the reason nothing is
+    compared, and whether it was a suite change (every old result of another version)."""
+    nothing: str | None = None
+    versions = {s.results.suite.version for s in new}
+    other = sorted({s.results.suite.version for s in old} - versions)
+    kept = [s for s in old if s.results.suite.version in versions]
+    suite_change = bool(other) and not kept
+    if other:  # after an upgrade: the old work is not this work, so nothing to compare with
+        suites = ", ".join(f"v{v}" for v in other)
+        if kept:
+            notes.append(
+                f"old results of suite {suites} are not compared with suite v{min(versions)}: "
+                "they measured different work"
+            )
+        else:
+            nothing = (
+                f"every old result is of suite {suites}, the new ones of suite "
+                f"v{min(versions)}: they measured different work"
+            )
+    started = {s.results.suite.processes for s in new}
+    other_started = [s for s in kept if s.results.suite.processes not in started]
+    if new and other_started:  # the other way of starting processes: the same work, other levels
+        path = other_started[0].results.suite.processes
+        (now,) = started
+        why = (
+            f"{len(other_started)} old result file(s) that {STARTED[path]} are not compared "
+            f"with new ones that {STARTED[now]}: {DIFFERENT_LEVELS} ({other_started[0].path})"
+        )
+        kept = [s for s in kept if s.results.suite.processes in started]
+        if kept:
+            notes.append(why)
+        else:
+            nothing = why
+    return kept, nothing, suite_change
 
 
 def _by_host(sessions: Sequence[Session]) -> dict[str, list[Session]]:

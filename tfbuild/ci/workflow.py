@@ -310,7 +310,7 @@ def _compare_job(s: Settings) -> dict[str, Any]:
         f"  echo \"First night: no {branch} branch yet, so nothing to gate against; tonight's "
         'results become the reference." >> "$GITHUB_STEP_SUMMARY"\n'
         "elif compgen -G 'previous-results/*.json*' >/dev/null; then\n"
-        "  gate=(--against previous-results --new-class-passes "
+        "  gate=(--against previous-results --new-class-passes --new-suite-passes "
         f"--fail-above {shlex.quote(s.fail_above)})\n"
         "else\n"
         f'  echo "::error::the {branch} branch holds no results to gate against; delete the '

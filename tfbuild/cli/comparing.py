@@ -28,6 +28,7 @@ class CompareSettings:
     fail_above: float
     allow_different_hosts: bool
     new_class_passes: bool
+    new_suite_passes: bool = False
     margin: float | None
     everything: bool
     weights: tuple[str, ...] = ()
@@ -85,6 +86,13 @@ def _margin(value: str | None) -> float | None:
     "class (a runner of a new kind, on its first night); without it that fails the gate.",
 )
 @click.option(
+    "--new-suite-passes",
+    is_flag=True,
+    help="With --against: pass the gate when every old result is of another suite version "
+    "(the first night after an upgrade changed the work measured); without it that fails the "
+    "gate.",
+)
+@click.option(
     "--all",
     "everything",
     is_flag=True,
@@ -119,6 +127,7 @@ def compare(
     fail_above: str,
     allow_different_hosts: bool,
     new_class_passes: bool,
+    new_suite_passes: bool,
     everything: bool,
     margin: str | None,
     weights: tuple[str, ...],
@@ -135,8 +144,10 @@ def compare(
     to use with how to reproduce it. Files from several machines are reported per machine.
     With --against OLD (results of the same machine class are paired), exits 10 when a config
     got slower than --fail-above, when a config OLD measured has no results (or fewer
-    benchmarks) in the new ones, or when none of OLD is of the new results' machine class, a
-    line per cause.
+    benchmarks) in the new ones, when none of OLD is of the new results' machine class, or when
+    nothing at all was compared (OLD of another suite version, other work, no config and
+    benchmark in common), a line per cause; the report says how many configs and benchmarks
+    it compared.
     """
     from tfbuild.analysis.choice import published
     from tfbuild.analysis.gate import gate
@@ -157,6 +168,7 @@ def compare(
         fail_above=parse_fraction("--fail-above", fail_above),
         allow_different_hosts=allow_different_hosts,
         new_class_passes=new_class_passes,
+        new_suite_passes=new_suite_passes,
         margin=chosen_margin,
         everything=everything,
         weights=weights,
@@ -178,6 +190,8 @@ def compare(
         verdict = gate(sessions, old, threshold, settings.allow_different_hosts)
         if settings.new_class_passes and verdict.strangers is not None:
             verdict = dataclasses.replace(verdict, strangers=None)
+        if settings.new_suite_passes and verdict.suite_change:
+            verdict = dataclasses.replace(verdict, suite_change_passes=True)
     text: str | None
     if settings.fmt == "table":
         # To a file: plain text at a fixed width; to the terminal: as wide as it is.
@@ -207,6 +221,7 @@ def compare(
         else:
             click.echo(text, nl=False)
     if verdict is not None:
+        click.echo(f"gate: {verdict.compared()}", err=True)
         for note in verdict.notes:
             click.echo(f"gate: {note}", err=True)
         if causes := verdict.causes(threshold):

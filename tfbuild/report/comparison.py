@@ -467,7 +467,8 @@ GATE_HEADER = ("machine class", "config", "benchmark", "new / old [95% CI]", "Ho
 def gate_title(fail_above: float) -> str:
     return (
         f"Against the previous results (fails when slower by more than {pct(fail_above)} with "
-        "Holm p < 0.05, or when a config measured before has no results now)"
+        "Holm p < 0.05, when a config measured before has no results now, or when nothing is "
+        "compared)"
     )
 
 
@@ -518,9 +519,11 @@ def compare_markdown(reports: Sequence[HostReport], everything: bool = False) ->
 def gate_markdown(verdict: Gate, fail_above: float) -> str:
     rows = gate_rows(verdict, "**REGRESSION**", "**MISSING**")
     notes = [f"- not compared: {note}" for note in verdict.notes]
+    said = verdict.compared().capitalize() + "."
     return "\n".join(
-        [f"## {gate_title(fail_above)}", "", *md_table(GATE_HEADER, rows), "", *notes, ""]
-    )
+        [f"## {gate_title(fail_above)}", "", f"**{said}**", "", *md_table(GATE_HEADER, rows), "",
+         *notes, ""]
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------

@@ -99,8 +99,12 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
             {
                 "changes": [asdict(c) for c in verdict.changes],
                 "missing": [asdict(m) for m in verdict.missing],
+                "compared": verdict.compared(),
                 "notes": verdict.notes,
                 "strangers": verdict.strangers,
+                "nothing": verdict.nothing,
+                "suite_change": verdict.suite_change,
+                "suite_change_passes": verdict.suite_change_passes,
             }
             if verdict is not None
             else None

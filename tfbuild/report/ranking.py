@@ -166,11 +166,13 @@ def compare_view(
 
 
 def gate_view(verdict: Gate, fail_above: float) -> Group:
-    table = _grid(
-        gate_title(fail_above),
-        GATE_HEADER,
-        gate_rows(verdict, "REGRESSION", "MISSING"),
+    """The gate's table, then what it compared (or why nothing), then what it left out; with
+    no row, its title alone."""
+    rows = gate_rows(verdict, "REGRESSION", "MISSING")
+    table: Table | Text = _grid(
+        gate_title(fail_above), GATE_HEADER, rows,
         {"": {"REGRESSION": "bold red", "MISSING": "bold red"}},
-    )
+    ) if rows else Text(gate_title(fail_above), style="italic")  # fmt: skip
+    said = Text(verdict.compared().capitalize(), style="bold" if verdict.changes else "bold red")
     notes = [Text(f"not compared: {note}", style="yellow") for note in verdict.notes]
-    return Group(table, *notes)
+    return Group(table, said, *notes)

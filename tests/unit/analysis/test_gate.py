@@ -8,37 +8,54 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from support.cli import compare, run_tfbuild
+from support.cli import RESULTS, compare, run_tfbuild
 from support.synthetic import session, write
 
 from tfbuild.analysis.gate import gate
 from tfbuild.analysis.sessions import Session
-from tfbuild.results.model import RunFailure
+from tfbuild.results.model import RunFailure, is_aa
 
 ZEN4 = "zen4-epyc-9654.cpuinfo"
 
 
 def test_gate_passes_unchanged_and_fails_slower(tmp_path: Path) -> None:
-    old = write(tmp_path / "old.json", session({"v:default": 1.0}, seed=1, session_id="old"))
-    same = write(tmp_path / "same.json", session({"v:default": 1.0}, seed=2, session_id="same"))
+    """It says first what it compared: every config (the A/A copy aside) and benchmark both
+    sides measured."""
+    first = session({"v:default": 1.0, "w:default": 1.0}, seed=1, session_id="old")
+    old = write(tmp_path / "old.json", first)
+    same = write(
+        tmp_path / "same.json",
+        session({"v:default": 1.0, "w:default": 1.0}, seed=2, session_id="same"),
+    )
     proc = compare(str(same), "--against", str(old), "--fail-above", "5%")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "REGRESSION" not in proc.stdout
+    configs = [c.key for c in first.configs if not is_aa(c.key)]
+    benchmarks = first.suite.benchmarks
+    assert (len(configs), len(benchmarks)) == (3, 3)  # the baseline, v and w
+    said = f"ompared {len(configs)} configs x {len(benchmarks)} benchmarks"
+    assert f"C{said}" in proc.stdout and f"gate: c{said}" in proc.stderr
+    markdown = compare(str(same), "--against", str(old), "--format", "markdown")
+    assert f"**C{said}.**" in markdown.stdout
     slower = write(
         tmp_path / "slow.json",
-        session({"v:default": {"matmul-pinned": 0.85}}, seed=3, session_id="slow"),
-    )
+        session({"v:default": {"matmul-pinned": 0.85}, "w:default": 1.0}, seed=3,
+                session_id="slow"),
+    )  # fmt: skip
     proc = compare(str(slower), "--against", str(old), "--fail-above", "5%")
     assert proc.returncode == 10
-    assert "v:default matmul-pinned -15." in proc.stderr
+    assert re.search(r"\bv:default matmul-pinned -1[3-7]\.\d%", proc.stderr), proc.stderr
     assert proc.stdout.count("REGRESSION") == 1
     assert "Traceback" not in proc.stderr
 
 
-def test_gate_after_a_suite_upgrade_compares_nothing_and_says_why(tmp_path: Path) -> None:
-    """Old results of an earlier suite measured other work: a much slower config tonight is
-    not a regression against them, and the gate says they were not compared; new results of
-    two suites are refused."""
+def test_gate_after_a_suite_upgrade_compares_nothing_and_fails_unless_asked(
+    tmp_path: Path,
+) -> None:
+    """Old results of an earlier suite measured other work: nothing is compared, and the gate
+    fails saying so, in one line, unless --new-suite-passes lets the suite change pass (which
+    the report then says). Among old results of both suites, those of today's are compared
+    and the others noted; new results of two suites are refused."""
     from tfbuild.config.suite import SUITE_VERSION
 
     earlier = session({"v:default": 1.0}, seed=1, session_id="old")
@@ -47,11 +64,42 @@ def test_gate_after_a_suite_upgrade_compares_nothing_and_says_why(tmp_path: Path
     slower = session({"v:default": {"matmul-pinned": 0.5}}, seed=3, session_id="slow")
     new = write(tmp_path / "slow.json", slower)
     proc = compare(str(new), "--against", str(old), "--format", "markdown")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert f"old results of suite v{SUITE_VERSION - 1} are not compared" in proc.stdout
+    assert proc.returncode == 10, proc.stdout + proc.stderr
+    why = (
+        f"every old result is of suite v{SUITE_VERSION - 1}, the new ones of suite "
+        f"v{SUITE_VERSION}: they measured different work"
+    )
+    causes = proc.stderr.split("1 cause(s):\n", 1)[1].strip().splitlines()
+    assert causes == [f"nothing compared: {why} (--new-suite-passes lets a suite change pass)"]
+    assert f"**Compared nothing: {why}.**" in proc.stdout
     assert "REGRESSION" not in proc.stdout
+    passed = compare(str(new), "--against", str(old), "--format", "markdown", "--new-suite-passes")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert f"**Compared nothing: {why}; passed (--new-suite-passes).**" in passed.stdout
+    # old results of both suites: today's are compared (a regression here), the others noted
+    same = write(tmp_path / "same.json", session({"v:default": 1.0}, seed=2, session_id="same"))
+    both = compare(str(new), "--against", str(old), "--against", str(same))
+    assert both.returncode == 10 and "v:default matmul-pinned -5" in both.stderr, both.stderr
+    assert f"old results of suite v{SUITE_VERSION - 1} are not compared" in both.stderr
     proc = compare(str(new), str(old))
     assert proc.returncode == 9 and "results of different suites" in proc.stderr
+
+
+def test_gate_on_the_committed_sessions_of_two_suite_versions_fails() -> None:
+    """The committed A/A sessions of suite v2 (aa-run.json) and v3 (aa-run-epyc.json.gz),
+    from one machine class each: nothing comparable, exit 10, one line naming the reason."""
+    from tfbuild.results.codec import load
+
+    new, old = RESULTS / "aa-run-epyc.json.gz", RESULTS / "aa-run.json"
+    versions = load(new).suite.version, load(old).suite.version
+    assert versions[0] != versions[1], versions
+    proc = compare(str(new), "--against", str(old), "--fail-above", "5%")
+    assert proc.returncode == 10, proc.stdout + proc.stderr
+    assert (
+        f"nothing compared: every old result is of suite v{versions[1]}, the new ones of suite "
+        f"v{versions[0]}: they measured different work"
+    ) in proc.stderr
+    assert "no old results from" not in proc.stdout + proc.stderr  # not the reason
 
 
 def test_gate_leaves_out_old_results_that_started_their_processes_the_other_way() -> None:
@@ -72,10 +120,33 @@ def test_gate_leaves_out_old_results_that_started_their_processes_the_other_way(
         "1 old result file(s) that forked each from a process of its config that had imported "
         "TensorFlow are not compared with new ones that ran each process fresh"
     )
-    # all the old results forked: nothing is compared, and the gate passes as after an upgrade
+    # all the old results forked: nothing is compared, and that fails the gate (no suite
+    # changed, so --new-suite-passes does not let it pass)
     alone = gate([new], [forked], 0.05)
-    assert alone.changes == [] and alone.causes(0.05) == [] and alone.other_work is None
-    assert any("old-forked.json" in n for n in alone.notes)
+    (cause,) = alone.causes(0.05)
+    assert alone.changes == [] and not alone.suite_change, alone
+    assert cause.startswith("nothing compared: 1 old result file(s) that forked"), cause
+    assert "old-forked.json" in cause
+    assert alone.compared().startswith("compared nothing: 1 old result file(s) that forked")
+
+
+def test_gate_fails_when_the_two_sides_share_no_config(tmp_path: Path) -> None:
+    """The same machine class, the same suite, but not one config in common (the old
+    matrix's variants renamed since): nothing is compared, which fails the gate; each old
+    config is noted as not in the new matrix."""
+    old = write(tmp_path / "old.json", session({"v:default": 1.0}, seed=1, session_id="a"))
+    renamed = old.read_text().replace('"base:', '"was-base:').replace('"v:', '"was-v:')
+    old.write_text(renamed)
+    new = write(tmp_path / "new.json", session({"v:default": 1.0}, seed=2, session_id="b"))
+    proc = compare(str(new), "--against", str(old), "--format", "json")
+    assert proc.returncode == 10, proc.stdout + proc.stderr
+    assert "nothing compared: the new and the old results share no config and benchmark" in (
+        proc.stderr
+    )
+    against = json.loads(proc.stdout)["against"]
+    assert against["changes"] == [] and against["compared"].startswith("compared nothing")
+    assert any(n.startswith("was-v:default: not in the new session's matrix") for n in
+               against["notes"])  # fmt: skip
 
 
 def test_gate_pairs_results_by_machine_class(tmp_path: Path) -> None:
