@@ -199,6 +199,27 @@ def create_venv(python: str | Path, path: Path) -> Path:
     return path / "bin" / "python"
 
 
+REPORT = "pip-report.json"
+"""What a runtime was made of: pip's install report (`pip install --report`), kept in the
+runtime's environment (sys.prefix) by the runtime that made it; `installed` reads it."""
+
+
+def installed(report: dict[str, object]) -> list[dict[str, str | None]]:
+    """Each distribution a pip install report says was installed: its name and version, and
+    the sha256 and name of the file it came from (None when pip gave no hash)."""
+    found: list[dict[str, str | None]] = []
+    for item in report.get("install") or ():  # type: ignore[attr-defined]
+        metadata, source = item.get("metadata") or {}, item.get("download_info") or {}
+        hashes = (source.get("archive_info") or {}).get("hashes") or {}
+        found.append({
+            "name": str(metadata["name"]),
+            "version": str(metadata["version"]),
+            "sha256": hashes.get("sha256"),
+            "file": str(source.get("url", "")).rsplit("/", 1)[-1],
+        })  # fmt: skip
+    return sorted(found, key=lambda p: str(p["name"]).lower())
+
+
 def install(
     python: Path,
     wheel: Path,
@@ -206,10 +227,14 @@ def install(
     settings: PipSettings,
     log: Path,
     extras: Sequence[str] = (),
+    report: Path | None = None,
 ) -> None:
     """Install a wheel and its dependencies, honouring per-variant constraints (numpy<2...);
-    `extras` are the wheel's own (and-cuda)."""
+    `extras` are the wheel's own (and-cuda). With `report`, pip writes there what it
+    installed, each file with its hash (`installed` reads it)."""
     args = ["install", "--no-warn-script-location", *index_options(settings)]
+    if report is not None:
+        args += ["--report", str(report)]
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as fh:
         fh.write("".join(f"{c}\n" for c in constraints))
         constraints_file = fh.name

@@ -362,6 +362,11 @@ suite: {{benchmarks: [gru-static, matmul-pinned]}}
     assert doc["suite"]["processes"] == "forked"
     runtime = doc["variants"]["tf"]["runtime"]
     assert runtime["kind"] == "docker" and runtime["image"].startswith("tfbuild/runtime:")
+    # what pip installed into the image, as its report there says, each file by its sha256
+    packages = {p["name"].lower().replace("_", "-"): p for p in runtime["packages"]}
+    assert packages["tensorflow-cpu"]["sha256"] == doc["variants"]["tf"]["artifact"]["sha256"]
+    assert packages["numpy"]["version"] == doc["variants"]["tf"]["smoke"]["numpy"]
+    assert all(len(p["sha256"] or "") == 64 for p in packages.values()), packages
     # How the benchmark containers were confined, as the engine reports it; they carry the
     # session's id (other tests' sessions run meanwhile).
     session = doc["session"]["id"]

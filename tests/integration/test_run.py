@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -24,16 +27,25 @@ BUDGET_S = 20
 process), so whether a third starts is what it decides."""
 
 
-@pytest.mark.tf
-@pytest.mark.slow
-@pytest.mark.usefixtures("tf_python", "tf_214_python")  # both wheels fetched, audited, installed
-def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class QuickRun:
+    proc: subprocess.CompletedProcess[str]
+    plans: list[dict[str, Any]]
+    results: Path
+
+
+@pytest.fixture(scope="module")
+def quick_run(
+    tf_workspace: Path, tf_python: Path, tf_214_python: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> QuickRun:  # fmt: skip
     """The default matrix, restricted to stock TF and (from its intel-2023 opt-in set) stock
-    2.14 with their default tunings, on local venvs, with the quick preset on a shorter budget:
-    the whole loop plans once, writes the report and prints the ranking. (The two wheels'
-    fetch, audit and install are the shared TensorFlow fixtures': the run finds them done.)"""
+    2.14 with their default tunings, on local venvs, with the quick preset on a shorter budget.
+    (The two wheels' fetch, audit and install are the shared TensorFlow fixtures': the run
+    finds them done.)"""
+    folder = tmp_path_factory.mktemp("quick-run")
     proc, plans = plans_made(
-        tmp_path / "plans.jsonl",
+        folder / "plans.jsonl",
         "run",
         "--quick",
         "--budget",
@@ -49,13 +61,22 @@ def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) 
         "--cache-dir",
         str(tf_workspace / "cache"),
         "--results",
-        str(tmp_path / "results"),
+        str(folder / "results"),
         cwd=REPO,
         timeout=3600,
     )
+    found = sorted((folder / "results").glob("*.json"))
+    return QuickRun(proc, plans, found[0] if found else folder / "results" / "none.json")
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_run_quick_on_two_prebuilt_variants(quick_run: QuickRun) -> None:
+    """The whole loop plans once, writes the report and prints the ranking."""
+    proc, plans, results = quick_run.proc, quick_run.plans, quick_run.results
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert len(plans) == 1 and plans[0]["source"] == "live", plans  # one plan, for this machine
-    (results,) = (tmp_path / "results").glob("*.json")
+    assert results.exists(), proc.stdout[-2000:]
     report = results.with_suffix(".html")
     assert report.exists() and report.read_text().count("data:image/png;base64,") == 2
     document = json.loads(results.read_text())
@@ -97,6 +118,49 @@ def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) 
     figures = run_tfbuild("compare", str(results), "--format", "json")
     first = json.loads(figures.stdout)["hosts"][0]["answer"]["lines"][0]
     assert " ".join(proc.stdout.split()).endswith(" ".join(first.split()))
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_the_config_to_use_installs_hash_checked_as_measured(
+    quick_run: QuickRun, tmp_path: Path
+) -> None:
+    """`run` writes the whole runtime of the config to use beside its results: every package
+    pip installed into it, pinned to the file's sha256 pip reported, and 'use this' (the
+    terminal's and the HTML report's) says how to install it. `pip install --require-hashes
+    -r` of that file into a fresh venv imports the numpy and keras the session recorded."""
+    proc, results = quick_run.proc, quick_run.results
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lock = results.with_suffix(".requirements.txt")
+    said = " ".join(proc.stdout.split())
+    assert f"pip install --require-hashes -r {lock}" in proc.stdout, proc.stdout[-3000:]
+    document = json.loads(results.read_text())
+    chosen = json.loads(run_tfbuild("compare", str(results), "--format", "json").stdout)
+    choice = chosen["hosts"][0]["choice"]
+    variant = document["variants"][choice["variant"]]
+    packages = variant["runtime"]["packages"]
+    pins = [line for line in lock.read_text().splitlines() if not line.startswith("#")]
+    assert pins == [f"{p['name']}=={p['version']} --hash=sha256:{p['sha256']}" for p in packages]
+    smoke = variant["smoke"]
+    assert f"numpy {smoke['numpy']}, keras {smoke['keras']} among them" in said, said[-3000:]
+    (wheel,) = [p for p in packages if p["file"] == variant["artifact"]["wheel"].split("/")[-1]]
+    assert wheel["sha256"] == variant["artifact"]["sha256"]  # the build measured, by its hash
+    assert 'download="requirements.txt"' in results.with_suffix(".html").read_text()
+
+    fresh = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(fresh)], check=True)
+    python = str(fresh / "bin" / "python")
+    installed = subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--require-hashes", "-r", str(lock)],
+        capture_output=True, text=True, check=False, timeout=1800,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    versions = subprocess.run(
+        [python, "-c", "import numpy, keras; print(numpy.__version__, keras.__version__)"],
+        capture_output=True, text=True, check=True, timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    ).stdout.split()  # fmt: skip
+    assert versions == [smoke["numpy"], smoke["keras"]]
 
 
 @pytest.mark.docker

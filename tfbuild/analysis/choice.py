@@ -38,6 +38,26 @@ class Choice:
     """The commands that install it, hash-checked, wherever they are pasted."""
     env: dict[str, str]
     threading: list[str]
+    lock: tuple[str, ...] = ()
+    """The whole runtime as measured, a requirements file's lines: every package pip
+    installed into it, pinned to its version and file (--hash); none when the session did not
+    record them. `lock_text` writes the file."""
+    requirements: str | None = None
+    """Where the lock was written, when a command wrote it."""
+
+    def lock_text(self, session: str) -> str:
+        """The requirements file of the runtime measured (`pip install --require-hashes -r`)."""
+        head = [
+            f"# The runtime tfbuild measured for {self.config} ({session}): every package pip",
+            "# installed into it, pinned to the version and the file (sha256) measured.",
+            "#   pip install --require-hashes -r THIS-FILE",
+        ]
+        if any(_WHERE in line for line in self.install):  # a wheel on no package index
+            head += [
+                f"# The build's wheel comes from the folder or page in ${WHEELS_VARIABLE}.",
+                f"--find-links ${{{WHEELS_VARIABLE}}}",
+            ]
+        return "\n".join([*head, *self.lock]) + "\n"
 
 
 WHEELS_VARIABLE = "TFBUILD_WHEELS"
@@ -140,6 +160,12 @@ def choose(
         )
     if config.xla == "jit":  # measured with every graph function compiled by XLA
         threading.append("tf.function(..., jit_compile=True) around the model's call (xla: jit)")
+    packages = variant.runtime.packages if variant and variant.runtime else ()
+    lock = tuple(p.requirement() for p in packages if p.sha256) + tuple(
+        f"# {p.name}=={p.version} ({p.file}): pip recorded no hash for it, so it is not pinned"
+        for p in packages
+        if not p.sha256
+    )
     return Choice(
         config=key,
         variant=config.variant,
@@ -153,6 +179,7 @@ def choose(
         install=install,
         env={str(k): str(v) for k, v in config.env.items()},
         threading=threading,
+        lock=lock,
     )
 
 

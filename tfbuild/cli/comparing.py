@@ -7,6 +7,7 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -15,6 +16,9 @@ from tfbuild.cli.app import cli
 from tfbuild.cli.options import WEIGHT_HELP, debug_option, format_option
 from tfbuild.cli.values import console, parse_fraction, parse_weights, results_paths
 from tfbuild.errors import RegressionFound, UsageError
+
+if TYPE_CHECKING:
+    from tfbuild.analysis.host_report import HostReport
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +37,37 @@ class CompareSettings:
     everything: bool
     weights: tuple[str, ...] = ()
     """--weight as typed (checked against the benchmarks the results measured)."""
+
+
+def with_requirements(
+    reports: list[HostReport], path: Path, source: str, *, asked: bool = True
+) -> list[HostReport]:
+    """The reports, their 'use this' naming the requirements file written at `path`
+    (atomically): the whole runtime of the config to use, as the session measured it. When
+    not `asked` (tfbuild run writes it beside its results), a report without one is left as
+    it is; when asked, that is a usage error."""
+    from tfbuild.files import atomic_write_text
+
+    chosen = [r.choice for r in reports if r.choice is not None and r.choice.lock]
+    if len(chosen) != 1 or len(reports) != 1:
+        if not asked:
+            return reports
+        if len(reports) != 1:
+            raise UsageError(
+                f"--requirements {path}: the results are from {len(reports)} machine classes; "
+                "it writes the runtime of one, so compare one machine's results"
+            )
+        config = reports[0].choice.config if reports[0].choice else "no config"
+        raise UsageError(
+            f"--requirements {path}: the session recorded no packages of the runtime of "
+            f"{config} (its runtime was made before tfbuild recorded them: run the session "
+            "again to record them)"
+        )
+    (choice,) = chosen
+    atomic_write_text(path, choice.lock_text(source))
+    return [
+        dataclasses.replace(reports[0], choice=dataclasses.replace(choice, requirements=str(path)))
+    ]
 
 
 def _margin(value: str | None) -> float | None:
@@ -93,6 +128,13 @@ def _margin(value: str | None) -> float | None:
     "gate.",
 )
 @click.option(
+    "--requirements",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the whole runtime of the config to use, as the session measured it, to this "
+    "requirements file (every package pinned to its version and sha256, for `pip install "
+    "--require-hashes -r`); the 'use this' block names it.",
+)
+@click.option(
     "--all",
     "everything",
     is_flag=True,
@@ -128,6 +170,7 @@ def compare(
     allow_different_hosts: bool,
     new_class_passes: bool,
     new_suite_passes: bool,
+    requirements: Path | None,
     everything: bool,
     margin: str | None,
     weights: tuple[str, ...],
@@ -183,6 +226,8 @@ def compare(
             dataclasses.replace(r, choice=published(r.choice, wheels_url)) if r.choice else r
             for r in reports
         ]
+    if requirements is not None:
+        reports = with_requirements(reports, requirements, " ".join(results_files))
     verdict = None
     threshold = settings.fail_above
     if settings.against:

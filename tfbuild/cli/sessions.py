@@ -425,6 +425,7 @@ def run(build_sources: bool, **params: Any) -> None:
         in_store,
         left_out_message,
     )
+    from tfbuild.cli.comparing import with_requirements
     from tfbuild.engine import docker_status
     from tfbuild.files import atomic_write_text
     from tfbuild.progress import make_reporter
@@ -484,6 +485,8 @@ def run(build_sources: bool, **params: Any) -> None:
         path = run_session(plan, options, workspace, reporter, SequentialLooks())
     _require_measurements(load(path), path)
     reports = analyse(load_sessions([path]), power=True)
+    lock = path.with_suffix(".requirements.txt")
+    reports = with_requirements(reports, lock, path.name, asked=False)
     html_path = path.with_suffix(".html")
     atomic_write_text(html_path, compare_html(reports))
     out = console()

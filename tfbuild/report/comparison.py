@@ -3,12 +3,14 @@ terminal tables are in report.ranking). Formats; never computes."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import shlex
 import textwrap
 from collections.abc import Sequence
 
+from tfbuild.analysis.choice import Choice
 from tfbuild.analysis.estimates import ALPHA, OVERALL, Estimate
 from tfbuild.analysis.gate import Gate
 from tfbuild.analysis.host_report import HostReport
@@ -407,6 +409,31 @@ def look_table(r: HostReport) -> list[list[str]]:
     ]  # fmt: skip
 
 
+def _lock_lines(c: Choice) -> list[str]:
+    """The whole runtime as measured: the command that installs it from the requirements file
+    written, or the commands of the wheel and the way to write that file."""
+    pins = dict(line.split(" ", 1)[0].split("==", 1) for line in c.lock if not line.startswith("#"))
+    among = ", ".join(f"{n} {pins[n]}" for n in ("numpy", "keras") if n in pins)
+    said = (
+        f"The whole runtime as measured: {len(pins)} packages"
+        + (f" ({among} among them)" if among else "")
+        + ", each pinned to the version and the file (sha256) measured"
+    )
+    wrap = functools.partial(
+        textwrap.wrap, width=98, initial_indent="# ", subsequent_indent="# ",
+        break_long_words=False, break_on_hyphens=False,
+    )  # fmt: skip
+    if c.requirements is None:
+        return [
+            *c.install,
+            *wrap(f"{said}: `tfbuild compare RESULTS --requirements FILE` writes them to FILE."),
+        ]
+    return [
+        *wrap(f"{said}, in {c.requirements}:"),
+        f"pip install --require-hashes -r {shlex.quote(c.requirements)}",
+    ]
+
+
 def choice_lines(r: HostReport) -> list[str]:
     """The 'use this' block: every value quoted for a POSIX shell."""
     c = r.choice
@@ -436,7 +463,7 @@ def choice_lines(r: HostReport) -> list[str]:
             break_long_words=False,
             break_on_hyphens=False,
         )
-    lines += c.install
+    lines += _lock_lines(c) if c.lock else c.install
     for key, value in c.env.items():
         if _ENV_NAME.fullmatch(key):
             lines.append(f"export {key}={shlex.quote(value)}")

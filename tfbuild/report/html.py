@@ -263,6 +263,11 @@ def compare_html(reports: Sequence[HostReport]) -> str:
                 "samples_png": samples_chart(r),
                 "failures": r.failures,
                 "choice": choice_lines(r),
+                "lock": (
+                    r.choice.lock_text(", ".join(r.sessions))
+                    if r.choice is not None and r.choice.lock
+                    else None
+                ),
                 "contrast_title": contrast_title(r) if r.contrasts else "",
                 "contrast_header": CONTRAST_HEADER,
                 "contrasts": contrast_rows(r),

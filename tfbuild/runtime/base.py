@@ -23,7 +23,8 @@ from typing import Any, ClassVar
 
 from tfbuild import pip
 from tfbuild.config.values import KNOWN_ENV
-from tfbuild.runtime.records import PayloadConfig, RuntimeRecord
+from tfbuild.jsonrecords import record
+from tfbuild.runtime.records import InstalledPackage, PayloadConfig, RuntimeRecord
 from tfbuild.store import Artifact
 
 PAYLOAD = Path(__file__).resolve().parent.parent / "bench" / "payload.py"
@@ -66,6 +67,23 @@ def _add(files: dict[str, bytes], source: Path, target: str) -> None:
             files[f"{target.rstrip('/')}/{f.relative_to(source).as_posix()}"] = f.read_bytes()
     else:
         files[target] = source.read_bytes()
+
+
+def installed_packages(
+    report: bytes | str | None, artifact: Artifact
+) -> tuple[InstalledPackage, ...]:
+    """What pip installed into a runtime, from the install report it left there (none when
+    there is no report, or it cannot be read). The artifact's wheel, a local file, has the
+    sha256 the store knows where pip's report gives none (pip before 23.1 hashes no local
+    file)."""
+    try:
+        made = pip.installed(json.loads(report)) if report else []
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return ()
+    for p in made:
+        if p["file"] == artifact.wheel.name:
+            p["sha256"] = p["sha256"] or artifact.sha256
+    return tuple(record(InstalledPackage, p) for p in made)
 
 
 def traces_name(jit: bool) -> str:

@@ -27,6 +27,7 @@ from tfbuild.runtime.base import (
     WORKLOAD_PAYLOAD,
     RunOutcome,
     RuntimeEnv,
+    installed_packages,
     traces_name,
     workload_files,
 )
@@ -39,11 +40,18 @@ from tfbuild.runtime.forked import (
     outcome,
     zygote_key,
 )
-from tfbuild.runtime.records import ContainerRecord, PayloadConfig, RuntimeRecord
+from tfbuild.runtime.records import (
+    ContainerRecord,
+    InstalledPackage,
+    PayloadConfig,
+    RuntimeRecord,
+)
 from tfbuild.store import Artifact
 
 INSTALL_TIMEOUT_S = 1800
 INSTALL_DIR = "/tmp/tfbuild-install"
+REPORT = f"/opt/tf/{pip.REPORT}"
+"""pip's report of what it installed into a runtime image (runtime-install.sh.j2)."""
 
 
 TRACES_AT = "/io/traces"
@@ -195,6 +203,7 @@ class DockerRuntime(RuntimeEnv):
         self.memory = memory
         self.session = session
         self.image: str | None = None
+        self.packages: tuple[InstalledPackage, ...] = ()
         self._volumes: dict[str, tuple[str, dict[str, Any]]] = {}
         self.zygotes = Zygotes()
         self._trace_volumes: dict[bool, str] = {}
@@ -208,6 +217,7 @@ class DockerRuntime(RuntimeEnv):
                 "pythons": wheelfile.cpython_versions(self.artifact.wheel.name),
                 "sha256": self.artifact.sha256,
                 "uid": engine.BENCH_UID,
+                "report": pip.REPORT,
             },
         )
 
@@ -231,6 +241,7 @@ class DockerRuntime(RuntimeEnv):
         existing = engine.image_info(tag)
         if existing is not None:
             if existing["labels"].get("org.tfbuild.wheel-sha256") == self.artifact.sha256:
+                self.packages = self._installed(tag)
                 return False
             engine.remove_image(tag)  # not this wheel: never reused
         # A tar on disk, streamed to the engine: a TensorFlow wheel is hundreds of megabytes.
@@ -272,6 +283,7 @@ class DockerRuntime(RuntimeEnv):
                         f"installing {self.artifact.wheel.name} into {self.base_image} failed "
                         f"({why}):\n{tail}\nfull log: {log_path}"
                     )
+                self.packages = installed_packages(engine.read_file(made, REPORT), self.artifact)
                 engine.commit(
                     made,
                     tag,
@@ -397,6 +409,12 @@ class DockerRuntime(RuntimeEnv):
             self._volumes[key] = (name, moved)
         return self._volumes[key]
 
+    def _installed(self, image: str) -> tuple[InstalledPackage, ...]:
+        """What pip installed into the runtime image, from the report it left there."""
+        spec = engine.ContainerSpec(image, ("true",), "probe")
+        with engine.container(spec) as created:
+            return installed_packages(engine.read_file(created, REPORT), self.artifact)
+
     def _session_label(self) -> dict[str, str]:
         return {"org.tfbuild.session": self.session} if self.session else {}
 
@@ -406,6 +424,7 @@ class DockerRuntime(RuntimeEnv):
             kind=self.kind,
             wheel=self.artifact.wheel.name,
             sha256=self.artifact.sha256,
+            packages=self.packages,
             container=ContainerRecord(
                 image=self.image,
                 image_id=info["id"] if info else None,

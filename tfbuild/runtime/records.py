@@ -96,7 +96,26 @@ _VENV_KEYS = frozenset({"path", "python"})
 _IMAGE_KEYS = ("image", "image_id", "base_image")
 _CONFINEMENT_KEYS = ("network", "user", "cpuset")
 _CONTAINER_KEYS = frozenset({*_IMAGE_KEYS, *_CONFINEMENT_KEYS})
-_KNOWN_KEYS = frozenset({"kind", "wheel", "sha256", *_VENV_KEYS, *_CONTAINER_KEYS})
+_KNOWN_KEYS = frozenset({"kind", "wheel", "sha256", "packages", *_VENV_KEYS, *_CONTAINER_KEYS})
+
+
+@dataclass(frozen=True)
+class InstalledPackage:
+    """One distribution pip installed into a runtime when it was made: the exact version and
+    the sha256 of the file it came from (pip's install report), so that the runtime can be
+    installed again, hash-checked, anywhere."""
+
+    name: str
+    version: str
+    sha256: str | None
+    """None when pip's report gave no hash (a wheel built from a source distribution)."""
+    file: str
+    """The file's name (a wheel, or a source distribution)."""
+
+    def requirement(self) -> str:
+        """The line of a requirements file that installs exactly this file."""
+        pin = f"{self.name}=={self.version}"
+        return f"{pin} --hash=sha256:{self.sha256}" if self.sha256 else pin
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +129,9 @@ class RuntimeRecord:
     sha256: str
     venv: VenvRecord | None = None
     container: ContainerRecord | None = None
+    packages: tuple[InstalledPackage, ...] = ()
+    """Every distribution pip installed into the runtime, the wheel among them (none recorded
+    by a runtime made before tfbuild recorded them)."""
     other: Mapping[str, Any] = field(default_factory=dict)
     """Keys of the recorded description this tfbuild does not know, kept as they were."""
 
@@ -125,6 +147,7 @@ class RuntimeRecord:
             sha256=data["sha256"],
             venv=venv,
             container=container,
+            packages=tuple(record(InstalledPackage, p) for p in data.get("packages") or ()),
             other={k: v for k, v in data.items() if k not in _KNOWN_KEYS},
         )
 
@@ -138,4 +161,6 @@ class RuntimeRecord:
         data |= {k: image[k] for k in _IMAGE_KEYS if k in image}
         data |= {"wheel": self.wheel, "sha256": self.sha256}
         data |= {k: image[k] for k in _CONFINEMENT_KEYS if k in image}
+        if self.packages:
+            data["packages"] = [asdict(p) for p in self.packages]
         return data | dict(self.other)

@@ -20,6 +20,7 @@ from tfbuild.runtime.base import (
     PAYLOAD,
     RunOutcome,
     RuntimeEnv,
+    installed_packages,
     local_env,
     run_payload,
     traces_name,
@@ -74,6 +75,7 @@ class LocalVenv(RuntimeEnv):
             "wheel": artifact.sha256,
             "constraints": sorted(artifact.constraints),
             "index": pip.index_options(settings),
+            "report": pip.REPORT,  # a venv made before its packages were recorded is made again
         }
         if artifact.extras:
             identity["extras"] = sorted(artifact.extras)
@@ -120,6 +122,7 @@ class LocalVenv(RuntimeEnv):
                     self.settings,
                     log,
                     self.artifact.extras,
+                    self.path / pip.REPORT,
                 )
                 atomic_write_json(
                     self.path / READY_MARKER,
@@ -182,9 +185,14 @@ class LocalVenv(RuntimeEnv):
         return str(folder)
 
     def describe(self) -> RuntimeRecord:
+        try:
+            report: bytes | None = (self.path / pip.REPORT).read_bytes()
+        except OSError:
+            report = None
         return RuntimeRecord(
             kind=self.kind,
             venv=VenvRecord(path=str(self.path), python=sys.version.split()[0]),
             wheel=self.artifact.wheel.name,
             sha256=self.artifact.sha256,
+            packages=installed_packages(report, self.artifact),
         )

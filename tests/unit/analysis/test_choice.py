@@ -14,13 +14,16 @@ from pathlib import Path
 import pytest
 from support import serve
 from support.cext import pure_wheel, tagged_wheel
-from support.cli import compare
+from support.cli import RESULTS, compare
 from support.synthetic import session, write
 
 from tfbuild.analysis.choice import WHEELS_VARIABLE
 from tfbuild.ci.index import write_index
+from tfbuild.config.model import PipSettings
 from tfbuild.files import sha256_of
 from tfbuild.results.model import Results, WheelRecord
+from tfbuild.runtime.venv import LocalVenv
+from tfbuild.store import Artifact
 
 
 def _chosen(wheel: Path, source: str) -> Results:
@@ -60,6 +63,20 @@ def _paste(block: str, tmp_path: Path, env: dict[str, str]) -> subprocess.Comple
         timeout=300,
         check=False,
     )
+
+
+def _pasted_installs_only_what_was_measured(block: str, tmp_path: Path, measured: bool) -> None:
+    """The block pasted elsewhere, pip told only the index in tmp_path/index: the toy build
+    installed when the index serves the files measured; refused, nothing installed, when it
+    serves another file under a measured name and version."""
+    proc = _paste(block, tmp_path, {"PIP_INDEX_URL": (tmp_path / "index" / "simple").as_uri()})
+    if measured:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "VERSION = '1.0'" in _installed(tmp_path)
+    else:
+        assert proc.returncode != 0
+        assert "THESE PACKAGES DO NOT MATCH THE HASHES" in proc.stderr
+        assert not list((tmp_path / "elsewhere" / "venv").rglob("toytf.py"))
 
 
 def _installed(tmp_path: Path) -> str:
@@ -113,14 +130,7 @@ def test_use_this_from_the_package_index_installs_the_measured_wheel(
     write_index(tmp_path / "index")
     block = _block(tmp_path, _chosen(measured, "pypi"))
     assert "wheels/" not in block.split("# From", 1)[1]  # nothing of this machine's store
-    proc = _paste(block, tmp_path, {"PIP_INDEX_URL": (tmp_path / "index" / "simple").as_uri()})
-    if served == "measured":
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "VERSION = '1.0'" in _installed(tmp_path)
-    else:
-        assert proc.returncode != 0
-        assert "THESE PACKAGES DO NOT MATCH THE HASHES" in proc.stderr
-        assert not list((tmp_path / "elsewhere" / "venv").rglob("toytf.py"))
+    _pasted_installs_only_what_was_measured(block, tmp_path, served == "measured")
 
 
 @pytest.mark.slow
@@ -139,3 +149,68 @@ def test_use_this_of_a_wheel_on_no_index_asks_where_it_is(tmp_path: Path) -> Non
     proc = _paste(block, tmp_path, {WHEELS_VARIABLE: str(folder), "PIP_NO_INDEX": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "VERSION = '1.0+avx2'" in _installed(tmp_path)
+
+
+@pytest.mark.slow  # two real venvs
+@pytest.mark.parametrize("served", ["measured", "a rebuilt dependency"])
+def test_use_this_installs_the_whole_runtime_as_measured(tmp_path: Path, served: str) -> None:
+    """The runtime as a real local venv records it (pip's report of a real install of a toy
+    build and its dependency from an index): `compare --requirements FILE` writes every
+    package pinned to the sha256 of the file measured, and the block installs from FILE; run
+    elsewhere (a fresh venv, pip told only the index) it installs exactly those files, and
+    refuses a dependency rebuilt under the same version before anything is installed."""
+    built, index = tmp_path / "built", tmp_path / "index" / "files"
+    built.mkdir()
+    index.mkdir(parents=True)
+    measured = pure_wheel(built, "toytf", "1.0", ["toydep>=2"])
+    dependency = pure_wheel(index, "toydep", "2.0", [])
+    (index / measured.name).write_bytes(measured.read_bytes())
+    write_index(tmp_path / "index")
+    simple = (tmp_path / "index" / "simple").as_uri()
+    artifact = Artifact("tf1.0-py3.11-fast", measured, sha256_of(measured), (), None)
+    runtime = LocalVenv(artifact, tmp_path / "cache", PipSettings(simple, (), "inherit", ()))
+    assert runtime.prepare() is True
+    recorded = runtime.describe()
+    assert {(p.name, p.version, p.sha256) for p in recorded.packages} == {
+        ("toytf", "1.0", sha256_of(measured)), ("toydep", "2.0", sha256_of(dependency)),
+    }  # fmt: skip
+    doc = _chosen(measured, "pypi")
+    doc = doc.with_variant("fast", replace(doc.variant("fast"), runtime=recorded))
+    lock = tmp_path / "runtime.txt"
+    proc = compare(
+        str(write(tmp_path / "session.json", doc)), "--format", "markdown", "--requirements",
+        str(lock),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    pins = [line for line in lock.read_text().splitlines() if not line.startswith("#")]
+    assert pins == [
+        f"toydep==2.0 --hash=sha256:{sha256_of(dependency)}",
+        f"toytf==1.0 --hash=sha256:{sha256_of(measured)}",
+    ]
+    block = proc.stdout.split("```bash", 1)[1].split("```", 1)[0]
+    assert f"pip install --require-hashes -r {lock}" in block
+    assert "The whole runtime as measured: 2 packages, each pinned" in " ".join(block.split())
+    if served != "measured":  # the same name and version, another file
+        dependency.unlink()
+        rebuilt = tagged_wheel(index, "toydep", "py3-none-any", "Summary: rebuilt\n", "2.0")
+        assert sha256_of(rebuilt) != pins[0].rsplit(":", 1)[1]
+        write_index(tmp_path / "index")
+    _pasted_installs_only_what_was_measured(block, tmp_path, served == "measured")
+
+
+def test_requirements_need_a_recorded_runtime_of_one_machine(tmp_path: Path) -> None:
+    """A session whose runtime recorded no packages (made before tfbuild recorded them), or
+    results of two machine classes: `--requirements` is a usage error naming why, and writes
+    nothing."""
+    lock = tmp_path / "runtime.txt"
+    proc = compare(str(RESULTS / "session-default-quick.json"), "--requirements", str(lock))
+    assert proc.returncode == 64, proc.stdout + proc.stderr
+    assert f"--requirements {lock}: the session recorded no packages of the runtime of" in (
+        " ".join(proc.stderr.split())
+    )
+    here = write(tmp_path / "here.json", session({"v:default": 1.0}, seed=1, session_id="a"))
+    there = session({"v:default": 1.0}, seed=2, session_id="b", cpuinfo="zen4-epyc-9654.cpuinfo")
+    elsewhere = write(tmp_path / "there.json", there)
+    both = compare(str(here), str(elsewhere), "--requirements", str(lock))
+    assert both.returncode == 64 and "the results are from 2 machine classes" in both.stderr
+    assert not lock.exists() and "Traceback" not in proc.stderr + both.stderr

@@ -15,6 +15,7 @@ import pytest
 from support.cext import build_wheel, pure_wheel, tagged_wheel
 from support.env import require
 
+from tfbuild import pip
 from tfbuild.build.render import render_runtime, template_dirs
 from tfbuild.config.load import load_matrix
 from tfbuild.config.model import PipSettings
@@ -142,9 +143,10 @@ def test_a_cuda_build_is_installed_with_its_and_cuda_extra(
     script = render_runtime(
         template_dirs(None),
         {"wheel": main.name, "install_target": gpu.install_target, "pythons": [],
-         "sha256": digest, "uid": 1000},
+         "sha256": digest, "uid": 1000, "report": pip.REPORT},
     )  # fmt: skip
     assert f"'./wheel/{main.name}[and-cuda]'" in script
+    assert f"--report /opt/tf/{pip.REPORT} " in script
     assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
 
     monkeypatch.setenv("PIP_NO_INDEX", "1")
@@ -157,6 +159,17 @@ def test_a_cuda_build_is_installed_with_its_and_cuda_extra(
     )  # fmt: skip
     names = {p["name"].replace("-", "_") for p in json.loads(listed.stdout)}
     assert {"tfbuild_cuda_probe", "tfbuild_cudalib_probe"} <= names
+    # what pip installed is recorded, each file by its sha256, as pip list sees the versions
+    versions = {p["name"].replace("-", "_"): p["version"] for p in json.loads(listed.stdout)}
+    files = {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in [main, *links.iterdir()]}
+    recorded = venv.describe().packages
+    assert {(p.name.replace("-", "_"), p.version) for p in recorded} == {
+        (n, versions[n]) for n in ("tfbuild_cuda_probe", "tfbuild_cudalib_probe")
+    }
+    assert all(p.sha256 == files[p.file] for p in recorded), recorded
+    assert RuntimeRecord.from_json(json.loads(json.dumps(venv.describe().to_json()))).packages == (
+        recorded
+    )
 
     # The same wheel without the extra is another venv, without the CUDA libraries; a results
     # file keeps the extra for --resume.
