@@ -14,7 +14,7 @@ from rich.console import Console
 
 from tfbuild.cli.app import cli
 from tfbuild.cli.options import WEIGHT_HELP, debug_option, format_option
-from tfbuild.cli.values import console, parse_fraction, parse_weights, results_paths
+from tfbuild.cli.values import console, parse_fraction, parse_weights, results_paths, unpadded
 from tfbuild.errors import RegressionFound, UsageError
 
 if TYPE_CHECKING:
@@ -248,7 +248,7 @@ def compare(
         out.print(tables.compare_view(reports, out.width, settings.everything), crop=False)
         if verdict is not None:
             out.print(tables.gate_view(verdict, threshold))
-        text = None if settings.output is None else out.export_text()
+        text = None if settings.output is None else unpadded(out.export_text())
     elif settings.fmt == "markdown":
         text = views.compare_markdown(reports, settings.everything)
         if verdict is not None:

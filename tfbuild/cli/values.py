@@ -5,13 +5,14 @@ the console the commands print to."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import click
 from rich.console import Console
@@ -45,11 +46,48 @@ def workload_request(params: Mapping[str, Any]) -> WorkloadRequest | None:
     )
 
 
+class Unpadded(io.TextIOBase):
+    """Text written through to `target` with the spaces at the end of each line left out: a
+    table's padding belongs on a terminal, not in a file, a pipe or a diff."""
+
+    def __init__(self, target: TextIO) -> None:
+        self.target = target
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        lines = (self.pending + text).split("\n")
+        self.pending = lines.pop()
+        if lines:
+            self.target.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending.strip(" "):  # a line not ended yet keeps its spaces until it is
+            self.target.write(self.pending)
+            self.pending = ""
+        self.target.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
+def unpadded(text: str) -> str:
+    """`text` without spaces at the ends of its lines."""
+    return "\n".join(line.rstrip(" ") for line in text.split("\n"))
+
+
 def console() -> Console:
     """The console reports print to: piped output keeps wide tables readable unless COLUMNS
-    says otherwise."""
-    wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-    return Console(highlight=False, soft_wrap=False, width=120 if wide else None)
+    says otherwise, and carries no padding at the ends of its lines."""
+    if sys.stdout.isatty():
+        return Console(highlight=False, soft_wrap=False)
+    wide = "COLUMNS" not in os.environ
+    return Console(
+        file=cast(TextIO, Unpadded(sys.stdout)),
+        highlight=False,
+        soft_wrap=False,
+        width=120 if wide else None,
+    )
 
 
 def cache_folder(given: Path | None) -> Path:
@@ -88,13 +126,19 @@ def parse_cpus(value: str | None) -> tuple[int, ...] | None:
 
 
 def parse_fraction(option: str, value: str) -> float:
-    """A threshold given as 5% or 0.05, strictly between 0 and 1."""
+    """A threshold given as 5% or 0.05, strictly between 0 and 1. A bare number of 1 or more
+    (5) is refused with the percentage it likely meant: read as a fraction it is 500 %."""
     text = value.strip()
     try:
         number = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
     except ValueError as exc:
         raise UsageError(f"{option} {value!r}: expected a percentage like 5% or 0.05") from exc
-    if not 0 < number < 1:
+    if not text.endswith("%") and 1 <= number < 100:
+        raise UsageError(
+            f"{option} {value!r}: a number without % is a fraction (0.05 is 5%); did you mean "
+            f"{text}%?"
+        )
+    if not 0 < number < 1 or not math.isfinite(number):
         raise UsageError(f"{option} {value!r}: expected a value between 0% and 100%")
     return number
 

@@ -11,6 +11,7 @@ import fnmatch
 from collections.abc import Sequence
 
 from tfbuild.config.model import Matrix, Tuning, Variant
+from tfbuild.config.values import did_you_mean
 from tfbuild.errors import SelectionError
 
 
@@ -56,8 +57,14 @@ def select(
                 *(f"--skip {p!r}" for p in skip),
             ]
         )
+        names = [v.name for v in matrix.variants]
+        names += [f"{v.name}:{t.name}" for v in matrix.variants for t in matrix.tunings]
+        hint = next(
+            (h for p in only if not any(c in p for c in "*?[") and (h := did_you_mean(p, names))),
+            "",
+        )
         raise SelectionError(
-            f"{given} selects nothing in {matrix.path} "
+            f"{given} selects nothing in {matrix.path}{hint} "
             f"(variants: {', '.join(v.name for v in candidates)}; "
             f"tunings: {', '.join(t.name for t in matrix.tunings)}); "
             "patterns are VARIANT or VARIANT:TUNING, with * and ? wildcards"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from rich.console import Console, Group
@@ -194,11 +195,19 @@ def _cpulist(cpus: Iterable[int]) -> str:
     return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
 
 
+def _number(mark: str) -> int:
+    """The number of a note's mark ("[2]")."""
+    return int(mark.strip("[]"))
+
+
 def plan_view(plan: Plan) -> Group:
     variants = Table(title=f"Variants in {plan.matrix.path}", title_justify="left")
     for column in ("variant", "source", "TF", "python", "flags", "configs", "runs here"):
         variants.add_column(column, overflow="fold")
     baseline = plan.matrix.baseline
+    # a caveat of several variants is said once, under the table, and marked in their rows
+    said = Counter(r for pv in plan.variants for r in pv.verdict.reasons)
+    marks = {r: f"[{i}]" for i, r in enumerate((r for r, n in said.items() if n > 1), 1)}
     for pv in plan.variants:
         v = pv.variant
         if v.source == "bazel":
@@ -210,8 +219,11 @@ def plan_view(plan: Plan) -> Group:
         else:
             flags = str(v.path)
         runs = _yes_no(pv.verdict.runs)
-        if pv.verdict.reasons:
-            runs.append(": " + "; ".join(pv.verdict.reasons), style="default")
+        own = [r for r in pv.verdict.reasons if r not in marks]
+        if own:
+            runs.append(": " + "; ".join(own), style="default")
+        if shared := sorted((marks[r] for r in pv.verdict.reasons if r in marks), key=_number):
+            runs.append(" " + " ".join(shared), style="default")
         name = Text(v.name, style="bold")
         if v.name == baseline.variant:
             name.append(" (baseline)", style="dim")
@@ -247,7 +259,8 @@ def plan_view(plan: Plan) -> Group:
                 f"\n--with {opt.name} adds {', '.join(opt.variants)} (opt-in): {opt.about}",
                 style="dim",
             )
-    return Group(variants, Text(""), tunings, Text(""), summary)
+    notes = [Text(f"{mark} {reason} ({said[reason]} variants)") for reason, mark in marks.items()]
+    return Group(variants, *notes, Text(""), tunings, Text(""), summary)
 
 
 def bench_view(summary: Summary) -> Group:

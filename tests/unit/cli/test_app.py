@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from support.cli import run_tfbuild
+from support.cli import on_terminal, run_tfbuild
 from support.env import FIXTURES, REPO
 
 from tfbuild import __version__
@@ -151,3 +152,32 @@ def test_debug_says_each_setting_and_where_it_came_from(tmp_path: Path) -> None:
     )  # fmt: skip
     quiet = run_tfbuild(*args, env=env)
     assert quiet.returncode == 0 and "tfbuild: debug:" not in quiet.stderr
+
+
+COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-7]|9[0-7]|38;[0-9;]+)m")
+"""An SGR escape that sets a foreground colour (bold, dim and italic are not colours)."""
+
+
+def test_no_color_turns_colour_off_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a terminal `tfbuild matrix` colours its verdicts; with NO_COLOR set (no-color.org,
+    as docs/reference.md says) the same output carries no colour, its text unchanged."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    code, coloured = on_terminal("matrix")
+    assert code == 0 and COLOUR.search(coloured), coloured[:500]
+    monkeypatch.setenv("NO_COLOR", "1")
+    code, plain = on_terminal("matrix")
+    assert code == 0 and not COLOUR.search(plain), COLOUR.findall(plain)[:5]
+    styles = re.compile(r"\x1b\[[0-9;]*m")
+    assert styles.sub("", coloured) == styles.sub("", plain)
+
+
+def test_shell_completion_works_as_documented() -> None:
+    """The completion docs/reference.md documents: bash source that completes the commands."""
+    reference = (REPO / "docs" / "reference.md").read_text()
+    assert 'eval "$(_TFBUILD_COMPLETE=bash_source tfbuild)"' in reference
+    source = run_tfbuild(env={"_TFBUILD_COMPLETE": "bash_source"})
+    assert source.returncode == 0 and "_tfbuild_completion()" in source.stdout, source.stderr
+    words = run_tfbuild(
+        env={"_TFBUILD_COMPLETE": "bash_complete", "COMP_WORDS": "tfbuild com", "COMP_CWORD": "1"}
+    )
+    assert "plain,compare" in words.stdout.split("\n"), words.stdout

@@ -154,6 +154,27 @@ def test_matrix_default_lookup(tmp_path: Path) -> None:
     assert [v["name"] for v in json.loads(proc.stdout)["variants"]] == ["only-one"]
 
 
+def test_matrix_says_a_caveat_of_several_variants_once() -> None:
+    """The default matrix's source builds share a caveat (the build facts of their TensorFlow
+    release): said once under the table, with the number of variants it is about, each of
+    their rows marked with its number; a caveat of one variant stays in its row."""
+    proc = run_tfbuild("matrix", env={"COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(run_tfbuild("matrix", "--json").stdout)
+    shared = [v for v in plan["variants"] if any("build facts" in r for r in v["reasons"])]
+    assert len(shared) >= 2, plan["variants"]
+    (caveat,) = {r for v in shared for r in v["reasons"] if "build facts" in r}
+    flat = " ".join(proc.stdout.split())
+    assert flat.count(caveat) == 1, proc.stdout
+    (note,) = [line for line in proc.stdout.splitlines() if caveat[:40] in line]
+    mark = note.split(" ", 1)[0]
+    assert note.startswith("[") and f"({len(shared)} variants)" in flat
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("│")]
+    for v in shared:
+        (row,) = [r for r in rows if r.startswith(f"│ {v['name']} ")]
+        assert mark in row, row
+
+
 def test_matrix_errors_are_located_without_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "matrix.yaml"
     bad.write_text("variants:\n  - name: a\n    source: bazel\n    cpu_flags: [avx2, fmaa]\n")

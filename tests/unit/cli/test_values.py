@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
-from support.cli import run_tfbuild
+from support.cli import RESULTS, run_tfbuild
 
 from tfbuild.bench.session import design_of
 from tfbuild.cli.values import (
@@ -38,11 +39,44 @@ def test_a_fraction_is_a_percentage_or_a_number(given: str, number: float) -> No
         ("fast", "expected a percentage like 5% or 0.05"),
         ("100%", "expected a value between 0% and 100%"),
         ("0", "expected a value between 0% and 100%"),
+        ("150", "expected a value between 0% and 100%"),
+        ("5", "a number without % is a fraction (0.05 is 5%); did you mean 5%?"),
+        ("1", "a number without % is a fraction (0.05 is 5%); did you mean 1%?"),
     ],
 )
 def test_a_fraction_out_of_range_is_named(given: str, said: str) -> None:
-    with pytest.raises(UsageError, match=f"--fail-above {given!r}: {said}"):
+    with pytest.raises(UsageError, match=f"--fail-above {given!r}: {re.escape(said)}"):
         parse_fraction("--fail-above", given)
+
+
+def test_a_bare_number_for_a_percentage_is_refused_with_the_one_meant() -> None:
+    """`--fail-above 5` (meant: 5 %) is a usage error saying so, before anything is compared."""
+    results = str(RESULTS / "aa-run-epyc.json.gz")
+    proc = run_tfbuild("compare", results, "--against", results, "--fail-above", "5")
+    assert proc.returncode == 64, proc.stderr
+    assert "--fail-above '5': a number without % is a fraction (0.05 is 5%); did you mean 5%?" in (
+        proc.stderr
+    )
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("detect",),
+        ("matrix",),
+        ("compare", str(RESULTS / "session-2x2-10rounds.json")),
+        ("compare", str(RESULTS / "aa-run-epyc.json.gz"), "--all"),
+    ],
+)
+def test_output_that_is_not_a_terminal_ends_no_line_with_spaces(command: tuple[str, ...]) -> None:
+    """Tables are padded to their width on a terminal; piped to a file or a diff, no line
+    ends with a space, and the tables' rows are all there."""
+    proc = run_tfbuild(*command, env={"COLUMNS": "100"})
+    assert proc.returncode == 0, proc.stderr
+    padded = [line for line in proc.stdout.splitlines() if line.endswith(" ")]
+    assert padded == [], padded[:5]
+    assert len(proc.stdout.splitlines()) > 10
 
 
 def test_cpus_are_a_list_this_process_may_use() -> None:

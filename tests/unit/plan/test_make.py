@@ -140,8 +140,13 @@ def test_selection_patterns() -> None:
     assert names(picked) == ["stock:default", "stock:single-thread", "stock:physical-cores"]
     # ids match as well as names
     assert names(select(MATRIX, only=["tf2.21-py3.11-mkl-avx2:default"])) == ["mkl-avx2:default"]
-    with pytest.raises(SelectionError, match="selects nothing"):
+    with pytest.raises(SelectionError, match=r"selects nothing in .*; did you mean 'mkl-avx2'"):
         select(MATRIX, only=["mkl-avx3"])
+    with pytest.raises(SelectionError, match="; did you mean 'stock:default'"):
+        select(MATRIX, only=["stock:defualt"])
+    with pytest.raises(SelectionError) as nothing_close:  # a pattern: no guess
+        select(MATRIX, only=["zz*"])
+    assert "did you mean" not in str(nothing_close.value)
     with pytest.raises(SelectionError, match=r"unknown opt-in set 'intel-2024'.*intel-2023"):
         select(MATRIX, opt_in=["intel-2024"])
 
