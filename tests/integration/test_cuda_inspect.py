@@ -112,7 +112,7 @@ def test_tensorflow_gpu_wheel_lists_its_architectures_and_judges_gpus(
     as cuobjdump lists them; `--gpu sm_50`: exit 6, naming the SASS and PTX missing."""
     cache = tf_workspace / "cache"
     args = ("inspect", str(gpu_wheel), "--cache-dir", str(cache))
-    proc = run_tfbuild(*args, "--gpu", "sm_90", "--json", timeout=3600)
+    proc = run_tfbuild(*args, "--gpu", "sm_90", "--format", "json", timeout=3600)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     cuda = report["cuda"]

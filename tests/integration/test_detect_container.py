@@ -46,7 +46,7 @@ def venv_in_image(
 
 def detect_in(base_image: str, venv: Path, *limits: str) -> dict[str, object]:
     out = docker_run(
-        base_image, *limits, volumes={venv: "/v:ro"}, command="/v/bin/tfbuild detect --json"
+        base_image, *limits, volumes={venv: "/v:ro"}, command="/v/bin/tfbuild detect --format json"
     )
     document: dict[str, object] = json.loads(out)
     return document

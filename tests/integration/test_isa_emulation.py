@@ -25,7 +25,7 @@ PENRYN = FIXTURES / "cpuinfo" / "penryn-core2-duo-t9600.cpuinfo"
 
 def inspect(wheel: Path, cache: Path, *args: str) -> tuple[int, dict[str, object]]:
     proc = run_tfbuild(
-        "inspect", str(wheel), "--json", "--cache-dir", str(cache), *args, timeout=1800
+        "inspect", str(wheel), "--format", "json", "--cache-dir", str(cache), *args, timeout=1800
     )
     return proc.returncode, json.loads(proc.stdout)
 

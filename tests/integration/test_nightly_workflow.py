@@ -367,7 +367,7 @@ def test_the_first_night_builds_the_release_the_plan_found(
     assert plan.outputs["run"] == "true"
     release = plan.outputs["tensorflow"]
     latest = json.loads(run_tfbuild("matrix", "--matrix", str(repository / "toy/matrix.yaml"),
-                                    "--latest", "--json").stdout)["latest"]  # fmt: skip
+                                    "--latest", "--format", "json").stdout)["latest"]  # fmt: skip
     assert release == latest["build"] != "2.17.1", "a newer release than the matrix's default"
 
     builds = first_night.builds

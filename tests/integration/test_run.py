@@ -122,6 +122,32 @@ def test_run_quick_on_two_prebuilt_variants(quick_run: QuickRun) -> None:
 
 @pytest.mark.tf
 @pytest.mark.slow
+def test_run_reports_in_json_for_scripts(
+    tf_workspace: Path, tf_python: Path, tmp_path: Path
+) -> None:
+    """`run --format json`: standard output is one JSON document, the answer's kind and lines,
+    the config to use, and the paths of the results, the report and the requirements file,
+    each of them there; the progress stays on standard error."""
+    proc = run_tfbuild(
+        "run", "--quick", "--budget", "5s", "--runtime", "local", "--only", "stock:default",
+        "--store", str(tf_workspace / "wheels"), "--cache-dir", str(tf_workspace / "cache"),
+        "--results", str(tmp_path / "results"), "--format", "json",
+        cwd=REPO, timeout=1800,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = json.loads(proc.stdout)
+    assert said["answer"]["kind"] in ("use", "keep", "inconclusive")
+    assert said["answer"]["lines"][0] == said["compare"]["hosts"][0]["answer"]["lines"][0]
+    assert said["choice"]["config"] == "stock:default"  # the baseline: nothing else ran
+    (results,) = (tmp_path / "results").glob("*.json")
+    assert said["results"] == str(results)
+    assert said["report"] == str(results.with_suffix(".html"))
+    assert said["requirements"] == str(results.with_suffix(".requirements.txt"))
+    assert all(Path(said[k]).exists() for k in ("results", "report", "requirements"))
+
+
+@pytest.mark.tf
+@pytest.mark.slow
 def test_the_config_to_use_installs_hash_checked_as_measured(
     quick_run: QuickRun, tmp_path: Path
 ) -> None:
@@ -237,7 +263,7 @@ def test_workflow_fanout_is_the_matrix() -> None:
     once a build runner is named) leaves out `native` (march: host: the runner has no saved
     profile) and the CUDA variant, with a line in the file, since no bench runner has a GPU."""
     workflow = yaml.safe_load(WORKFLOW.read_text())
-    planned = json.loads(run_tfbuild("matrix", "--json", cwd=REPO).stdout)
+    planned = json.loads(run_tfbuild("matrix", "--format", "json", cwd=REPO).stdout)
     assert "build" not in workflow["jobs"]
     assert [v["variant"] for v in planned["ci"]["build"]["include"]] == [
         "avx2-fma",
@@ -271,7 +297,7 @@ def test_stale_workflow_is_detected(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # asks the package index
 def test_matrix_latest_asks_the_real_index() -> None:
-    proc = run_tfbuild("matrix", "--latest", "--json", cwd=REPO)
+    proc = run_tfbuild("matrix", "--latest", "--format", "json", cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     latest = json.loads(proc.stdout)["latest"]
     newest = Version(latest["tensorflow"])

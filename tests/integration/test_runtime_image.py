@@ -212,7 +212,7 @@ def test_the_plan_asks_the_runtime_image_for_the_variants_python(
         "  - {name: py311, source: bazel, tensorflow: 2.21.0, python: '3.11'}\n"
         "  - {name: local312, source: bazel, tensorflow: 2.21.0, python: '3.12', runtime: local}\n"
     )
-    proc = run_tfbuild("matrix", "--matrix", str(tmp_path / "m.yaml"), "--json")
+    proc = run_tfbuild("matrix", "--matrix", str(tmp_path / "m.yaml"), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     variants = {v["name"]: v for v in json.loads(proc.stdout)["variants"]}
     assert variants["py312"]["runs_here"] is False

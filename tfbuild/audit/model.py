@@ -1,5 +1,5 @@
 """The audit report of a wheel (``tfbuild.inspect/1``): what its code needs of a machine and
-why, as frozen records. The audit cache and `tfbuild inspect --json` hold the same JSON."""
+why, as frozen records. The audit cache and `tfbuild inspect --format json` hold the same JSON."""
 
 from __future__ import annotations
 

@@ -50,7 +50,8 @@ class Settings:
     executor, when a standard runner drives it)."""
     bench_runners: tuple[str, ...] = ("ubuntu-latest",)
     bench_hosts: Mapping[str, str] = field(default_factory=dict)
-    """Runner label -> its saved `tfbuild detect --json` profile, a path in the repository."""
+    """Runner label -> its saved `tfbuild detect --format json` profile, a path in the
+    repository."""
     fail_above: str = "5%"
     publish: bool = False
     """Publish each passing night's wheels (a PEP 503 index) and report on GitHub Pages."""

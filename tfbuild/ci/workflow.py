@@ -86,7 +86,7 @@ def _plan_job(s: Settings) -> dict[str, Any]:
         {
             "name": "Newest TensorFlow on the package index",
             "id": "latest",
-            "run": f"tfbuild matrix --matrix {shlex.quote(s.matrix_file)} --latest --json "
+            "run": f"tfbuild matrix --matrix {shlex.quote(s.matrix_file)} --latest --format json "
             "> plan.json\n"
             "python - <<'EOF'\n"
             "import json, os\n"

@@ -98,7 +98,7 @@ class BuildSettings:
     "host_path",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Build for the machine this saved `tfbuild detect --json` describes (march: host, "
+    help="Build for the machine this saved `tfbuild detect --format json` describes (march: host, "
     "copts), e.g. the runner that will benchmark the wheels; default: this machine.",
 )
 @QUIET_OPTION

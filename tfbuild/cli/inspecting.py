@@ -9,7 +9,14 @@ from pathlib import Path
 import click
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.options import cache_option, debug_option, host_option, matrix_option, store_option
+from tfbuild.cli.options import (
+    cache_option,
+    debug_option,
+    host_option,
+    json_option,
+    matrix_option,
+    store_option,
+)
 from tfbuild.cli.planning import machine, read_matrix
 from tfbuild.cli.values import cache_folder, console
 from tfbuild.config.model import INHERIT_PIP, PipSettings
@@ -97,7 +104,7 @@ class InspectSettings:
     help="Give the CUDA verdict for this GPU instead of this machine's (repeatable): sm_90, "
     "sm_90a, compute_90 or a compute capability such as 9.0.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report.")
+@json_option("the versioned audit report, as the audit cache holds it")
 @click.option("--refresh", is_flag=True, help="Audit again instead of using the cached report.")
 @cache_option
 @debug_option
@@ -223,7 +230,7 @@ class VerifySettings:
 @matrix_option
 @store_option
 @cache_option
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@json_option("each target's result")
 @debug_option
 def verify(
     target: str,

@@ -12,7 +12,13 @@ from typing import Any
 import click
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.options import debug_option, host_option, matrix_option, selection_options
+from tfbuild.cli.options import (
+    debug_option,
+    host_option,
+    json_option,
+    matrix_option,
+    selection_options,
+)
 from tfbuild.cli.planning import machine, matrix_setting, plan_here, read_matrix
 from tfbuild.cli.values import Selection, console
 from tfbuild.config.model import Matrix
@@ -35,7 +41,7 @@ class DetectSettings:
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
+@json_option("the versioned host profile (`--host FILE` reads it back)")
 @click.option(
     "--cpuinfo",
     "cpuinfo_path",
@@ -119,7 +125,7 @@ class MatrixSettings:
 @matrix_option
 @host_option
 @selection_options
-@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (for CI fan-out).")
+@json_option("the plan, with the CI fan-out")
 @click.option(
     "--latest",
     is_flag=True,
@@ -147,7 +153,7 @@ def matrix_cmd(
 
     Shows each variant's source, TensorFlow and Python versions, compiler flags and bazel
     configs, and whether the host can run it (and why not); then the tunings with their
-    thread counts and environment resolved for the host. --json adds the CI fan-out.
+    thread counts and environment resolved for the host. --format json adds the CI fan-out.
     --explain first lists every setting with where it comes from.
     """
     from tfbuild.report.terminal import plan_view, settings_lines

@@ -112,7 +112,7 @@ def host_option(f: F) -> F:
         "host_path",
         type=click.Path(path_type=Path, dir_okay=False),
         default=None,
-        help="Plan for the machine described by this saved `tfbuild detect --json` output.",
+        help="Plan for the machine described by this saved `tfbuild detect --format json` output.",
     )(f)
 
 
@@ -208,6 +208,34 @@ def format_option(formats: dict[str, str]) -> Callable[[F], F]:
         show_default=True,
         help="; ".join(f"{name}: {use}" for name, use in formats.items()) + ".",
     )
+
+
+def _as_json(ctx: click.Context, param: click.Parameter, value: object) -> None:
+    """--format json or --json: the command's `as_json` (either one given asks for JSON)."""
+    ctx.params["as_json"] = bool(ctx.params.get("as_json")) or value in (True, "json")
+
+
+def json_option(document: str) -> Callable[[F], F]:
+    """--format table|json for a command that prints a table or `document` (its `as_json`
+    parameter); --json, the old spelling, is kept for scripts that use it, and not shown."""
+
+    def add(f: F) -> F:
+        spelled = click.option(
+            "--json", is_flag=True, expose_value=False, hidden=True, callback=_as_json
+        )
+        chosen = click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(["table", "json"]),
+            default="table",
+            show_default=True,
+            expose_value=False,
+            callback=_as_json,
+            help=f"table: for a person; json: {document}.",
+        )
+        return chosen(spelled(f))
+
+    return add
 
 
 def results_option(help_text: str) -> Callable[[F], F]:

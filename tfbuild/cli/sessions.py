@@ -8,9 +8,10 @@ on, makes one plan for it and hands that plan to the stages: build (run only), t
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -401,8 +402,16 @@ def no_engine_message(names: Sequence[str], engine_status: DockerInfo) -> str:
     help="Build the source variants that are not in the store first (each takes hours; the "
     "estimates are printed before they start). Without it they are left out and named.",
 )
+@format_option(
+    {
+        "table": "for a person",
+        "json": "the answer, the config to use and where the results, the report and the "
+        "requirements file are (the whole report as `compare --format json` gives it), for "
+        "scripts",
+    }
+)
 @debug_option
-def run(build_sources: bool, **params: Any) -> None:
+def run(build_sources: bool, fmt: str, **params: Any) -> None:
     """The whole loop: which TensorFlow build and settings are fastest here, and will they run.
 
     Detects this machine, plans the matrix, fetches the prebuilt variants, takes the source
@@ -430,6 +439,7 @@ def run(build_sources: bool, **params: Any) -> None:
     from tfbuild.files import atomic_write_text
     from tfbuild.progress import make_reporter
     from tfbuild.report.comparison import answer_lines
+    from tfbuild.report.document import compare_json
     from tfbuild.report.html import compare_html
     from tfbuild.report.ranking import compare_view
     from tfbuild.results.codec import load
@@ -489,6 +499,19 @@ def run(build_sources: bool, **params: Any) -> None:
     reports = with_requirements(reports, lock, path.name, asked=False)
     html_path = path.with_suffix(".html")
     atomic_write_text(html_path, compare_html(reports))
+    if fmt == "json":
+        (report,) = reports
+        document = {
+            "answer": asdict(report.answer),
+            "choice": asdict(report.choice) if report.choice else None,
+            "results": str(path),
+            "report": str(html_path),
+            "requirements": report.choice.requirements if report.choice else None,
+            "left_out": skipped,
+            "compare": compare_json(reports),
+        }
+        click.echo(json.dumps(document, indent=2))
+        return
     out = console()
     out.print(compare_view(reports, out.width), crop=False)
     out.print(f"\nresults: {path}\nreport:  {html_path}")

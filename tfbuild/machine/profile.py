@@ -1,6 +1,7 @@
 """HostProfile: what a machine is, as far as TensorFlow builds care (this one, a saved fleet
 machine, or the machine a remote Docker engine runs on), the build settings recommended for it,
-and its versioned JSON document (`tfbuild detect --json`, read back by `--host host.json`)."""
+and its versioned JSON document (`tfbuild detect --format json`, read back by
+`--host host.json`)."""
 
 from __future__ import annotations
 
@@ -363,7 +364,7 @@ def profile_from_json(data: Mapping[str, Any]) -> HostProfile:
 
 
 def load_profile(path: Path) -> HostProfile:
-    """Read ``tfbuild detect --json`` output saved to a file (``--host host.json``)."""
+    """Read ``tfbuild detect --format json`` output saved to a file (``--host host.json``)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -371,15 +372,17 @@ def load_profile(path: Path) -> HostProfile:
     except json.JSONDecodeError as exc:
         raise HostProfileError(
             f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); "
-            "expected the output of `tfbuild detect --json`"
+            "expected the output of `tfbuild detect --format json`"
         ) from exc
     if not isinstance(data, dict):
-        raise HostProfileError(f"{path}: expected a JSON object from `tfbuild detect --json`")
+        raise HostProfileError(
+            f"{path}: expected a JSON object from `tfbuild detect --format json`"
+        )
     try:
         return profile_from_json(data)
     except (KeyError, TypeError, ValueError) as exc:
         what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
         raise HostProfileError(
             f"{path}: not a tfbuild host profile ({what}); "
-            f"expected the output of `tfbuild detect --json` (schema {SCHEMA})"
+            f"expected the output of `tfbuild detect --format json` (schema {SCHEMA})"
         ) from exc

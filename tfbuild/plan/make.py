@@ -169,7 +169,7 @@ NO_GPU = GpuInfo(None)
 def ci_fanout(matrix: Matrix, bench_hosts: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The CI build fan-out: one job per source variant, built whatever CPU the build runner
     has; a `march: host` variant is built once for each bench runner with a saved profile
-    (`bench_hosts`: runner label -> `tfbuild detect --json` file), for that runner's CPU, and
+    (`bench_hosts`: runner label -> `tfbuild detect --format json` file), for that runner's CPU, and
     the runners without one skip it. A CUDA variant is built only when a bench runner's saved
     profile has a GPU: nothing else could measure it (`left_out` says so)."""
     hosts = dict(bench_hosts or {})

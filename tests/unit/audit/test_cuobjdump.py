@@ -152,7 +152,7 @@ def test_without_cuobjdump_or_index_the_report_says_why_then_lists_it_later(
     so = tmp_path / "libgpu.so"
     subprocess.run([gcc, "-shared", "-fPIC", str(tmp_path / "gpu.c"), "-o", str(so)], check=True)
     wheel, cache = _wheel(tmp_path, {"libgpu.so": so}), tmp_path / "cache"
-    args = ("inspect", str(wheel), "--gpu", "sm_90", "--json", "--cache-dir", str(cache))
+    args = ("inspect", str(wheel), "--gpu", "sm_90", "--format", "json", "--cache-dir", str(cache))
     proc = run_tfbuild(*args, env={**UNREACHABLE_INDEX, "PATH": _path_without_cuobjdump()})
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     report = json.loads(proc.stdout)
@@ -167,7 +167,7 @@ def test_without_cuobjdump_or_index_the_report_says_why_then_lists_it_later(
     assert report["verdict"]["runs"] is None
     assert report["verdict"]["cuda"].endswith("whether it runs on sm_90 is not known")
     assert not list((cache / "tools").glob("cuobjdump-*"))  # nothing half-installed is kept
-    text = run_tfbuild(*[a for a in args if a != "--json"], env={**UNREACHABLE_INDEX,
+    text = run_tfbuild(*args[:-4], *args[-2:], env={**UNREACHABLE_INDEX,
                        "PATH": _path_without_cuobjdump()})  # fmt: skip
     assert text.returncode == 0 and "not checked" in text.stdout, text.stderr
     # The failure is remembered for an hour: the next audits do not run pip (and pay its

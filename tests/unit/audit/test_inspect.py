@@ -42,7 +42,9 @@ def test_an_unreadable_object_makes_the_verdict_unproven(tmp_path: Path) -> None
     wheel runs here, and it names the object."""
     (tmp_path / "cut").mkdir()
     cut = elf_wheel(tmp_path / "cut" / ELF_WHEEL_NAME, shared_object(tmp_path)[:300])
-    proc = run_tfbuild("inspect", str(cut), "--json", "--cache-dir", str(tmp_path / "cache"))
+    proc = run_tfbuild(
+        "inspect", str(cut), "--format", "json", "--cache-dir", str(tmp_path / "cache")
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["verdict"]["runs"] is None
@@ -53,11 +55,11 @@ def test_an_unreadable_object_makes_the_verdict_unproven(tmp_path: Path) -> None
 def test_a_corrupted_cache_entry_is_redone(tmp_path: Path) -> None:
     good = elf_wheel(tmp_path / ELF_WHEEL_NAME, shared_object(tmp_path))
     cache = tmp_path / "cache"
-    first = run_tfbuild("inspect", str(good), "--cache-dir", str(cache), "--json")
+    first = run_tfbuild("inspect", str(good), "--cache-dir", str(cache), "--format", "json")
     assert first.returncode == 0, first.stderr
     (entry,) = (cache / "inspect").glob("*-v*.json")
     entry.write_text('{"schema": "tfbuild.inspect/1", "baseli')
-    again = run_tfbuild("inspect", str(good), "--cache-dir", str(cache), "--json")
+    again = run_tfbuild("inspect", str(good), "--cache-dir", str(cache), "--format", "json")
     assert again.returncode == 0, again.stderr
     report = json.loads(again.stdout)
     assert report["cached"] is False and report["verdict"]["runs"] is True
@@ -79,7 +81,7 @@ def test_sessions_sharing_a_cache_audit_a_wheel_once(tmp_path: Path) -> None:
         archive.writestr("big-1.0.dist-info/RECORD", "")
         for n in range(6):
             archive.write(libraries[0], f"big/lib{n}.so")
-    argv = [sys.executable, "-m", "tfbuild", "inspect", str(wheel), "--json",
+    argv = [sys.executable, "-m", "tfbuild", "inspect", str(wheel), "--format", "json",
             "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
     procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]  # fmt: skip

@@ -1,5 +1,5 @@
-"""The audit report's records: what `tfbuild inspect --json` and the audit cache hold, read back
-as written, and nothing else taken for one."""
+"""The audit report's records: what `tfbuild inspect --format json` and the audit cache hold,
+read back as written, and nothing else taken for one."""
 
 from __future__ import annotations
 

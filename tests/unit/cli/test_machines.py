@@ -26,7 +26,7 @@ def published_schema() -> jsonschema.Draft202012Validator:
 
 
 def test_detect_json_validates_against_published_schema() -> None:
-    proc = run_tfbuild("detect", "--json")
+    proc = run_tfbuild("detect", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     published_schema().validate(json.loads(proc.stdout))
 
@@ -68,9 +68,11 @@ MUTATIONS = {
     "cpuinfo", sorted(p.name for p in (FIXTURES / "cpuinfo").glob("*.cpuinfo"))
 )
 def test_saved_profiles_validate_and_mutated_ones_are_refused(cpuinfo: str) -> None:
-    """Every saved cpuinfo of the fixtures, profiled by `detect --cpuinfo --json`, validates
+    """Every saved cpuinfo of the fixtures, profiled by `detect --cpuinfo --format json`, validates
     against the published schema; each of the mutations is refused by it."""
-    proc = run_tfbuild("detect", "--cpuinfo", str(FIXTURES / "cpuinfo" / cpuinfo), "--json")
+    proc = run_tfbuild(
+        "detect", "--cpuinfo", str(FIXTURES / "cpuinfo" / cpuinfo), "--format", "json"
+    )
     assert proc.returncode == 0, proc.stderr
     document = json.loads(proc.stdout)
     validator = published_schema()
@@ -102,13 +104,13 @@ def test_detect_table_names_every_section() -> None:
 
 def test_saved_cpuinfo_then_plan_for_that_host(tmp_path: Path) -> None:
     saved = tmp_path / "fleet.json"
-    proc = run_tfbuild("detect", "--cpuinfo", str(HASWELL), "--json", "-o", str(saved))
+    proc = run_tfbuild("detect", "--cpuinfo", str(HASWELL), "--format", "json", "-o", str(saved))
     assert proc.returncode == 0, proc.stderr
     document = json.loads(saved.read_text())
     published_schema().validate(document)
     assert document == json.loads(proc.stdout)
     assert document["cpu"]["march"] == "haswell" and document["source"]["kind"] == "cpuinfo"
-    plan = run_tfbuild("matrix", "--host", str(saved), "--json", cwd=REPO)
+    plan = run_tfbuild("matrix", "--host", str(saved), "--format", "json", cwd=REPO)
     assert plan.returncode == 0, plan.stderr
     runs = {v["name"]: v["runs_here"] for v in json.loads(plan.stdout)["variants"]}
     assert runs["avx512"] is False and runs["avx2-fma"] is True
@@ -120,9 +122,9 @@ def test_opt_in_sets_are_named_and_added_with_with(tmp_path: Path) -> None:
     """The default plan leaves the opt-in sets out and says how to add each, with what it is;
     `--with SET` adds that set's variants, `--only NAME` one of them alone."""
     host = tmp_path / "haswell.json"
-    saved = run_tfbuild("detect", "--cpuinfo", str(HASWELL), "--json", "-o", str(host))
+    saved = run_tfbuild("detect", "--cpuinfo", str(HASWELL), "--format", "json", "-o", str(host))
     assert saved.returncode == 0, saved.stderr
-    plain = run_tfbuild("matrix", "--host", str(host), "--json", cwd=REPO)
+    plain = run_tfbuild("matrix", "--host", str(host), "--format", "json", cwd=REPO)
     assert plain.returncode == 0, plain.stderr
     names = {v["name"] for v in json.loads(plain.stdout)["variants"]}
     assert "stock" in names and not names & {"nightly", "stock-2.22rc0", "intel-2.14"}
@@ -132,17 +134,21 @@ def test_opt_in_sets_are_named_and_added_with_with(tmp_path: Path) -> None:
     assert newer.startswith("--with newer adds stock-2.22rc0, nightly (opt-in): TensorFlow after")
     intel = next(line for line in lines if line.startswith("--with intel-2023 adds"))
     assert "intel-tensorflow 2.14.0, 2023" in intel
-    added = run_tfbuild("matrix", "--host", str(host), "--with", "intel-2023", "--json", cwd=REPO)
+    added = run_tfbuild(
+        "matrix", "--host", str(host), "--with", "intel-2023", "--format", "json", cwd=REPO
+    )
     variants = {v["name"]: v for v in json.loads(added.stdout)["variants"]}
     assert {"stock-2.14", "intel-2.14", "intel-avx512-2.14"} <= set(variants)
     assert variants["intel-avx512-2.14"]["runs_here"] is False  # Haswell has no AVX-512
-    alone = run_tfbuild("matrix", "--host", str(host), "--only", "nightly", "--json", cwd=REPO)
+    alone = run_tfbuild(
+        "matrix", "--host", str(host), "--only", "nightly", "--format", "json", cwd=REPO
+    )
     assert [v["name"] for v in json.loads(alone.stdout)["variants"]] == ["nightly"]
 
 
 def test_matrix_default_lookup(tmp_path: Path) -> None:
     # an empty folder: the packaged matrix
-    proc = run_tfbuild("matrix", "--json", cwd=tmp_path)
+    proc = run_tfbuild("matrix", "--format", "json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["matrix"].endswith("matrix.yaml")
     assert "mkl-avx2" in proc.stdout
@@ -150,8 +156,23 @@ def test_matrix_default_lookup(tmp_path: Path) -> None:
     (tmp_path / "matrix.yaml").write_text(
         "variants:\n  - {name: only-one, source: pypi, requirement: tensorflow-cpu}\n"
     )
-    proc = run_tfbuild("matrix", "--json", cwd=tmp_path)
+    proc = run_tfbuild("matrix", "--format", "json", cwd=tmp_path)
     assert [v["name"] for v in json.loads(proc.stdout)["variants"]] == ["only-one"]
+
+
+def test_json_is_asked_with_format_json_and_the_old_flag_still_works() -> None:
+    """Every command that prints a table or a document takes `--format json`; `--json`, the
+    old spelling, gives the same document (scripts that use it keep working) and is not
+    shown in the help."""
+    new = run_tfbuild("detect", "--cpuinfo", str(HASWELL), "--format", "json")
+    old = run_tfbuild("detect", "--cpuinfo", str(HASWELL), "--json")
+    assert new.returncode == old.returncode == 0, new.stderr + old.stderr
+    same = {k: v for k, v in json.loads(new.stdout).items() if k != "detected_at"}
+    assert same == {k: v for k, v in json.loads(old.stdout).items() if k != "detected_at"}
+    for name in ("detect", "matrix", "inspect", "verify", "run", "compare"):
+        shown = run_tfbuild(name, "--help", env={"COLUMNS": "200"}).stdout
+        assert "--format" in shown and "json" in shown.split("--format", 1)[1], name
+        assert "--json" not in shown, name
 
 
 def test_matrix_says_a_caveat_of_several_variants_once() -> None:
@@ -160,7 +181,7 @@ def test_matrix_says_a_caveat_of_several_variants_once() -> None:
     their rows marked with its number; a caveat of one variant stays in its row."""
     proc = run_tfbuild("matrix", env={"COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
-    plan = json.loads(run_tfbuild("matrix", "--json").stdout)
+    plan = json.loads(run_tfbuild("matrix", "--format", "json").stdout)
     shared = [v for v in plan["variants"] if any("build facts" in r for r in v["reasons"])]
     assert len(shared) >= 2, plan["variants"]
     (caveat,) = {r for v in shared for r in v["reasons"] if "build facts" in r}
@@ -210,11 +231,11 @@ def test_matrix_explain_says_where_each_setting_comes_from(tmp_path: Path) -> No
     assert rows["defaults.tensorflow"].split() == ["default", "2.21.0"]
     assert rows["store"].split() == ["environment", "TFBUILD_WHEELS", str(tmp_path / "w")]
     assert "Variants in" in proc.stdout  # the plan follows
-    document = json.loads(run_tfbuild("matrix", "--explain", "--json", "--matrix", str(path),
-                                      env=env).stdout)  # fmt: skip
+    document = json.loads(run_tfbuild("matrix", "--explain", "--format", "json", "--matrix",
+                                      str(path), env=env).stdout)  # fmt: skip
     by_name = {s["name"]: s for s in document["settings"]}
     assert by_name["defaults.python"] == {"name": "defaults.python", "value": "3.12",
                                           "layer": "matrix", "where": f"{path}:2"}  # fmt: skip
     assert "settings" not in json.loads(
-        run_tfbuild("matrix", "--json", "--matrix", str(path)).stdout
+        run_tfbuild("matrix", "--format", "json", "--matrix", str(path)).stdout
     )

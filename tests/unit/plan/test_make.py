@@ -232,7 +232,7 @@ def test_each_line_of_a_2_22_plan_says_what_will_happen(tmp_path: Path) -> None:
 
 
 def test_tfbuild_matrix_prints_the_same_for_each_line(tmp_path: Path) -> None:
-    """The same plan as `tfbuild matrix --json` gives it, for a saved Skylake profile."""
+    """The same plan as `tfbuild matrix --format json` gives it, for a saved Skylake profile."""
     import json
 
     (tmp_path / "matrix.yaml").write_text(NEXT)
@@ -241,7 +241,7 @@ def test_tfbuild_matrix_prints_the_same_for_each_line(tmp_path: Path) -> None:
                        "--output", str(profile))  # fmt: skip
     assert made.returncode == 0, made.stderr
     proc = run_tfbuild("matrix", "--matrix", str(tmp_path / "matrix.yaml"), "--host",
-                       str(profile), "--json")  # fmt: skip
+                       str(profile), "--format", "json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     lines = {v["name"]: v for v in json.loads(proc.stdout)["variants"]}
     assert lines["mkl-avx2"]["runs_here"] is True

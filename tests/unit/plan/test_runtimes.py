@@ -41,7 +41,7 @@ def test_plan_refuses_a_python_no_runtime_here_has(tmp_path: Path) -> None:
     )
     bare_path = f"{Path(sys.executable).parent}:/usr/bin:/bin"
     proc = run_tfbuild(
-        "matrix", "--matrix", str(tmp_path / "matrix.yaml"), "--json",
+        "matrix", "--matrix", str(tmp_path / "matrix.yaml"), "--format", "json",
         env={"PATH": bare_path, "PYENV_ROOT": str(tmp_path / "no-pyenv")},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -60,7 +60,7 @@ def test_plan_refuses_a_python_no_runtime_here_has(tmp_path: Path) -> None:
         f"variants:\n  - {{name: pure, source: wheel, path: {pure}}}\n"
         f"  - {{name: later, source: wheel, path: {later}}}\n"
     )
-    proc = run_tfbuild("matrix", "--matrix", str(tmp_path / "wheels.yaml"), "--json")
+    proc = run_tfbuild("matrix", "--matrix", str(tmp_path / "wheels.yaml"), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     wheels = {v["name"]: v for v in json.loads(proc.stdout)["variants"]}
     assert not any("needs Python" in r for r in wheels["pure"]["reasons"])
@@ -75,7 +75,7 @@ def test_plan_refuses_a_python_no_runtime_here_has(tmp_path: Path) -> None:
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "python3.9").symlink_to(found)
     with_it = run_tfbuild(
-        "matrix", "--matrix", str(tmp_path / "matrix.yaml"), "--json",
+        "matrix", "--matrix", str(tmp_path / "matrix.yaml"), "--format", "json",
         env={"PATH": f"{tmp_path / 'bin'}:{bare_path}", "PYENV_ROOT": str(tmp_path / "none")},
     )  # fmt: skip
     variants = {v["name"]: v for v in json.loads(with_it.stdout)["variants"]}

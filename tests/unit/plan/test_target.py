@@ -1,7 +1,7 @@
 """What a variant asks of the machine it is planned for: its target CPU (a model made from its
 matrix.yaml names, its copts and its -march), the compiler flags and the CPU flags that model
 gives, and TensorFlow's floor added to a build below it. Expected values are those of
-`tfbuild matrix --json` for these variants."""
+`tfbuild matrix --format json` for these variants."""
 
 from __future__ import annotations
 
