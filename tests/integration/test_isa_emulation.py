@@ -12,6 +12,8 @@ from support.cext import build_wheel
 from support.cli import run_tfbuild, toy_wheel
 from support.env import FIXTURES, require
 
+from tfbuild.files import sha256_of
+
 pytestmark = [pytest.mark.slow]
 
 
@@ -71,9 +73,13 @@ def test_stock_tensorflow_baseline_is_avx(qemu: None, tf_workspace: Path, tmp_pa
         "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
     )
     store, cache = tf_workspace / "wheels", tf_workspace / "cache"
-    fetched = run_tfbuild("fetch", "--matrix", str(tmp_path / "matrix.yaml"), "--store", str(store))
+    fetched = run_tfbuild("fetch", "--matrix", str(tmp_path / "matrix.yaml"), "--store", str(store),
+                          "--format", "json")  # fmt: skip
     assert fetched.returncode == 0, fetched.stderr
-    wheel = next((store / "tf2.21-py3.11-stock").glob("*.whl"))
+    (got,) = json.loads(fetched.stdout)["fetched"]  # as a script reads it
+    wheel = Path(got["wheel"])
+    assert got["variant"] == "stock" and wheel.parent.name == "tf2.21-py3.11-stock"
+    assert got["sha256"] == sha256_of(wheel) and isinstance(got["downloaded"], bool)
     code, report = inspect(wheel, cache, "--cpu", "SandyBridge-v1")
     baseline = report["baseline"]
     assert isinstance(baseline, dict) and baseline["flags"] == ["avx"]

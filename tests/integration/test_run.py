@@ -8,9 +8,7 @@ import shutil
 import statistics
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -27,25 +25,16 @@ BUDGET_S = 20
 process), so whether a third starts is what it decides."""
 
 
-@dataclass(frozen=True)
-class QuickRun:
-    proc: subprocess.CompletedProcess[str]
-    plans: list[dict[str, Any]]
-    results: Path
-
-
-@pytest.fixture(scope="module")
-def quick_run(
-    tf_workspace: Path, tf_python: Path, tf_214_python: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> QuickRun:  # fmt: skip
+@pytest.mark.tf
+@pytest.mark.slow
+@pytest.mark.usefixtures("tf_python", "tf_214_python")  # both wheels fetched, audited, installed
+def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) -> None:
     """The default matrix, restricted to stock TF and (from its intel-2023 opt-in set) stock
-    2.14 with their default tunings, on local venvs, with the quick preset on a shorter budget.
-    (The two wheels' fetch, audit and install are the shared TensorFlow fixtures': the run
-    finds them done.)"""
-    folder = tmp_path_factory.mktemp("quick-run")
+    2.14 with their default tunings, on local venvs, with the quick preset on a shorter budget:
+    the whole loop plans once, writes the report and prints the ranking. (The two wheels'
+    fetch, audit and install are the shared TensorFlow fixtures': the run finds them done.)"""
     proc, plans = plans_made(
-        folder / "plans.jsonl",
+        tmp_path / "plans.jsonl",
         "run",
         "--quick",
         "--budget",
@@ -61,22 +50,13 @@ def quick_run(
         "--cache-dir",
         str(tf_workspace / "cache"),
         "--results",
-        str(folder / "results"),
+        str(tmp_path / "results"),
         cwd=REPO,
         timeout=3600,
     )
-    found = sorted((folder / "results").glob("*.json"))
-    return QuickRun(proc, plans, found[0] if found else folder / "results" / "none.json")
-
-
-@pytest.mark.tf
-@pytest.mark.slow
-def test_run_quick_on_two_prebuilt_variants(quick_run: QuickRun) -> None:
-    """The whole loop plans once, writes the report and prints the ranking."""
-    proc, plans, results = quick_run.proc, quick_run.plans, quick_run.results
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert len(plans) == 1 and plans[0]["source"] == "live", plans  # one plan, for this machine
-    assert results.exists(), proc.stdout[-2000:]
+    (results,) = (tmp_path / "results").glob("*.json")
     report = results.with_suffix(".html")
     assert report.exists() and report.read_text().count("data:image/png;base64,") == 2
     document = json.loads(results.read_text())
@@ -113,6 +93,9 @@ def test_run_quick_on_two_prebuilt_variants(quick_run: QuickRun) -> None:
         assert spent + needed > BUDGET_S, (spent, needed)
     assert "stock-2.14:default" in proc.stdout
     assert "Ranking" in proc.stdout and "Use this" in proc.stdout
+    # the whole runtime of the config to use, written beside the results, installed from there
+    lock = results.with_suffix(".requirements.txt")
+    assert lock.exists() and f"pip install --require-hashes -r {lock}" in proc.stdout
     assert f"report:  {report}" in proc.stdout
     # it ends as the report begins: with the answer `compare` gives for the same file
     figures = run_tfbuild("compare", str(results), "--format", "json")
@@ -122,12 +105,16 @@ def test_run_quick_on_two_prebuilt_variants(quick_run: QuickRun) -> None:
 
 @pytest.mark.tf
 @pytest.mark.slow
-def test_run_reports_in_json_for_scripts(
+def test_run_in_json_and_the_config_to_use_installed_hash_checked_as_measured(
     tf_workspace: Path, tf_python: Path, tmp_path: Path
 ) -> None:
     """`run --format json`: standard output is one JSON document, the answer's kind and lines,
     the config to use, and the paths of the results, the report and the requirements file,
-    each of them there; the progress stays on standard error."""
+    each of them there; the progress stays on standard error. The requirements file is the
+    whole runtime of the config to use: every package pip installed into it, pinned to the
+    file's sha256 pip reported, as 'use this' (the terminal's and the HTML report's) says;
+    `pip install --require-hashes -r` of it into a fresh venv imports the numpy and keras the
+    session recorded."""
     proc = run_tfbuild(
         "run", "--quick", "--budget", "5s", "--runtime", "local", "--only", "stock:default",
         "--store", str(tf_workspace / "wheels"), "--cache-dir", str(tf_workspace / "cache"),
@@ -140,37 +127,25 @@ def test_run_reports_in_json_for_scripts(
     assert said["answer"]["lines"][0] == said["compare"]["hosts"][0]["answer"]["lines"][0]
     assert said["choice"]["config"] == "stock:default"  # the baseline: nothing else ran
     (results,) = (tmp_path / "results").glob("*.json")
+    lock = results.with_suffix(".requirements.txt")
     assert said["results"] == str(results)
     assert said["report"] == str(results.with_suffix(".html"))
-    assert said["requirements"] == str(results.with_suffix(".requirements.txt"))
+    assert said["requirements"] == str(lock)
     assert all(Path(said[k]).exists() for k in ("results", "report", "requirements"))
 
-
-@pytest.mark.tf
-@pytest.mark.slow
-def test_the_config_to_use_installs_hash_checked_as_measured(
-    quick_run: QuickRun, tmp_path: Path
-) -> None:
-    """`run` writes the whole runtime of the config to use beside its results: every package
-    pip installed into it, pinned to the file's sha256 pip reported, and 'use this' (the
-    terminal's and the HTML report's) says how to install it. `pip install --require-hashes
-    -r` of that file into a fresh venv imports the numpy and keras the session recorded."""
-    proc, results = quick_run.proc, quick_run.results
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    lock = results.with_suffix(".requirements.txt")
-    said = " ".join(proc.stdout.split())
-    assert f"pip install --require-hashes -r {lock}" in proc.stdout, proc.stdout[-3000:]
     document = json.loads(results.read_text())
-    chosen = json.loads(run_tfbuild("compare", str(results), "--format", "json").stdout)
-    choice = chosen["hosts"][0]["choice"]
-    variant = document["variants"][choice["variant"]]
+    variant = document["variants"][said["choice"]["variant"]]
     packages = variant["runtime"]["packages"]
     pins = [line for line in lock.read_text().splitlines() if not line.startswith("#")]
     assert pins == [f"{p['name']}=={p['version']} --hash=sha256:{p['sha256']}" for p in packages]
-    smoke = variant["smoke"]
-    assert f"numpy {smoke['numpy']}, keras {smoke['keras']} among them" in said, said[-3000:]
     (wheel,) = [p for p in packages if p["file"] == variant["artifact"]["wheel"].split("/")[-1]]
     assert wheel["sha256"] == variant["artifact"]["sha256"]  # the build measured, by its hash
+    smoke = variant["smoke"]
+    shown = run_tfbuild("compare", str(results), "--requirements", str(lock))
+    said_block = " ".join(shown.stdout.split())
+    assert shown.returncode == 0, shown.stderr
+    assert f"pip install --require-hashes -r {lock}" in said_block
+    assert f"numpy {smoke['numpy']}, keras {smoke['keras']} among them" in said_block
     assert 'download="requirements.txt"' in results.with_suffix(".html").read_text()
 
     fresh = tmp_path / "venv"

@@ -5,13 +5,14 @@ from __future__ import annotations
 import click
 
 from tfbuild import __version__
-from tfbuild.cli.options import Command, debug_option, keep_containers_option
+from tfbuild.cli.options import Command, color_option, debug_option, keep_containers_option
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="tfbuild")
 @debug_option
 @keep_containers_option
+@color_option
 def cli() -> None:
     """Find which TensorFlow build, with which runtime settings, is fastest on this hardware,
     and whether it runs here at all.

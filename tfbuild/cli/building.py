@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from tfbuild.cli.options import (
     QUIET_OPTION,
     TENSORFLOW_OPTION,
     debug_option,
+    json_option,
     matrix_option,
     selection_options,
     store_option,
@@ -234,6 +236,7 @@ class FetchSettings:
 @selection_options
 @store_option
 @click.option("--refresh", is_flag=True, help="Ask the index again (picks up a new release).")
+@json_option("each variant's wheel, its sha256 and whether it was downloaded now")
 @debug_option
 def fetch(
     matrix_path: Path | None,
@@ -242,6 +245,7 @@ def fetch(
     opt_in: tuple[str, ...],
     store_path: Path,
     refresh: bool,
+    as_json: bool = False,
 ) -> None:
     """Download the prebuilt variants (source: pypi) into the wheel store, once.
 
@@ -262,15 +266,21 @@ def fetch(
     matrix = read_matrix(settings.matrix)
     store = WheelStore(settings.store)
     seen: set[str] = set()
+    fetched: list[dict[str, object]] = []
     selection = settings.selection
     for variant, _ in select(matrix, selection.only, selection.skip, selection.opt_in):
         if variant.name in seen or variant.source == "bazel":
             continue
         seen.add(variant.name)
         artifact, downloaded = fetch_variant(variant, store, matrix.defaults.pip, settings.refresh)
-        state = "downloaded" if downloaded else "already in store"
-        click.echo(f"{variant.name}: {artifact.wheel} ({state}, sha256 {artifact.sha256[:16]})")
-    if not seen:
+        fetched.append({"variant": variant.name, "wheel": str(artifact.wheel),
+                        "sha256": artifact.sha256, "downloaded": downloaded})  # fmt: skip
+        if not as_json:
+            state = "downloaded" if downloaded else "already in store"
+            click.echo(f"{variant.name}: {artifact.wheel} ({state}, sha256 {artifact.sha256[:16]})")
+    if as_json:
+        click.echo(json.dumps({"store": str(settings.store), "fetched": fetched}, indent=2))
+    elif not seen:
         click.echo("nothing to fetch: the selection has only source builds (`tfbuild build`)")
 
 

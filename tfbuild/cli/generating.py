@@ -3,13 +3,14 @@ pip use, generated from the matrix and the wheel store."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.options import debug_option, matrix_option
+from tfbuild.cli.options import debug_option, json_option, matrix_option
 from tfbuild.cli.planning import machine, read_matrix
 from tfbuild.cli.values import parse_fraction, results_paths
 from tfbuild.errors import BadWheel, StaleOutput, UsageError
@@ -23,8 +24,9 @@ from tfbuild.errors import BadWheel, StaleOutput, UsageError
     default="wheels",
     type=click.Path(path_type=Path, file_okay=False),
 )
+@json_option("the index's place, each wheel indexed and each file left out")
 @debug_option
-def index(store_path: Path) -> None:
+def index(store_path: Path, as_json: bool = False) -> None:
     """Write a PEP 503 simple index over every wheel in the store, at STORE/simple.
 
     Links carry #sha256= fragments and data-requires-python, so a team can
@@ -38,10 +40,20 @@ def index(store_path: Path) -> None:
     indexed, skipped = write_index(store_path)
     root = (store_path / "simple").resolve()
     projects = sorted({p for p, _ in indexed})
-    click.echo(f"indexed {len(indexed)} wheels of {len(projects)} projects in {root}")
-    for project, wheel in indexed:
-        click.echo(f"  {project}: {wheel.name}")
-    click.echo(f"pip install --index-url {root.as_uri()}/ PROJECT==VERSION")
+    if as_json:
+        wheels = [{"project": p, "wheel": w.name} for p, w in indexed]
+        said = {
+            "index": str(root),
+            "url": f"{root.as_uri()}/",
+            "wheels": wheels,
+            "left_out": skipped,
+        }
+        click.echo(json.dumps(said, indent=2))
+    else:
+        click.echo(f"indexed {len(indexed)} wheels of {len(projects)} projects in {root}")
+        for project, wheel in indexed:
+            click.echo(f"  {project}: {wheel.name}")
+        click.echo(f"pip install --index-url {root.as_uri()}/ PROJECT==VERSION")
     if skipped:
         raise BadWheel(
             f"left out of the index, {len(skipped)} file(s) that are not readable wheels:\n"

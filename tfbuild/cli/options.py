@@ -60,7 +60,12 @@ def debug_settings(settings: Iterable[Setting]) -> None:
 
 class Command(click.Command):
     """A tfbuild command: with --debug, it first says on stderr what each of its options is and
-    where that came from (and the matrix's settings, when it reads one)."""
+    where that came from (and the matrix's settings, when it reads one); --color, as on the
+    group, after the command's name too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.append(click.Option(["--color"], **_COLOR))
 
     def invoke(self, ctx: click.Context) -> Any:
         debug_settings(given_settings(ctx))
@@ -94,6 +99,35 @@ def keep_containers_option(f: F) -> F:
         f"Leave every container tfbuild starts (stopped, named tfbuild-ROLE-...) for "
         f"`docker logs` and `docker cp` instead of removing it; the same as {KEEP_ENV}=1.",
     )(f)
+
+
+def _set_color(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """never: NO_COLOR (no-color.org); always: FORCE_COLOR, colour even into a pipe; auto:
+    colour on a terminal unless NO_COLOR is set. Set in the environment, so every console of
+    this process (reports on stdout, progress on stderr) and the tfbuild processes it starts
+    follow it."""
+    if value == "never":
+        os.environ["NO_COLOR"] = "1"
+        os.environ.pop("FORCE_COLOR", None)
+    elif value == "always":
+        os.environ["FORCE_COLOR"] = "1"
+        os.environ.pop("NO_COLOR", None)
+
+
+_COLOR: dict[str, Any] = {
+    "type": click.Choice(["auto", "always", "never"]),
+    "default": None,
+    "expose_value": False,
+    "is_eager": True,
+    "callback": _set_color,
+    "help": "Colour: auto (on a terminal, unless NO_COLOR is set; the default), always (into "
+    "a pipe too, for `less -R`), never.",
+}
+
+
+def color_option(f: F) -> F:
+    """--color on the group (`tfbuild --color never COMMAND`); every Command takes it too."""
+    return click.option("--color", **_COLOR)(f)
 
 
 def matrix_option(f: F) -> F:

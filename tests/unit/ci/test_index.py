@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from support.cext import ELF_WHEEL_NAME, elf_wheel, shared_object
@@ -20,3 +21,11 @@ def test_index_leaves_out_a_bad_wheel_and_says_so(tmp_path: Path) -> None:
     assert "pkg-2.0-cp311-cp311-linux_x86_64.whl: not a zip archive" in proc.stderr
     page = (store / "simple" / "pkg" / "index.html").read_text()
     assert ELF_WHEEL_NAME in page and "pkg-2.0" not in page
+    # the same, as a document for scripts: the wheel indexed and the file left out (exit 14)
+    said = run_tfbuild("index", str(store), "--format", "json")
+    assert said.returncode == 14, said.stderr
+    document = json.loads(said.stdout)
+    assert document["index"] == str((store / "simple").resolve())
+    assert document["wheels"] == [{"project": "pkg", "wheel": ELF_WHEEL_NAME}]
+    (left_out,) = document["left_out"]
+    assert "pkg-2.0-cp311-cp311-linux_x86_64.whl: not a zip archive" in left_out

@@ -181,3 +181,23 @@ def test_shell_completion_works_as_documented() -> None:
         env={"_TFBUILD_COMPLETE": "bash_complete", "COMP_WORDS": "tfbuild com", "COMP_CWORD": "1"}
     )
     assert "plain,compare" in words.stdout.split("\n"), words.stdout
+
+
+def test_color_is_chosen_with_color_before_or_after_the_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--color always colours output that goes into a pipe (for `less -R`), never keeps a
+    terminal plain whatever the environment, auto is as without it; on the group or after the
+    command's name alike."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    piped = run_tfbuild("matrix")
+    assert piped.returncode == 0 and not COLOUR.search(piped.stdout)
+    for forced in (run_tfbuild("--color", "always", "matrix"), run_tfbuild("matrix", "--color",
+                                                                          "always")):  # fmt: skip
+        assert forced.returncode == 0 and COLOUR.search(forced.stdout), forced.stderr
+    assert not COLOUR.search(run_tfbuild("--color", "auto", "matrix").stdout)
+    code, plain = on_terminal("--color", "never", "matrix")
+    assert code == 0 and not COLOUR.search(plain)
+    code, plain = on_terminal("matrix", "--color", "never")
+    assert code == 0 and not COLOUR.search(plain)
