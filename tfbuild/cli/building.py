@@ -245,7 +245,7 @@ def fetch(
     opt_in: tuple[str, ...],
     store_path: Path,
     refresh: bool,
-    as_json: bool = False,
+    as_json: bool,
 ) -> None:
     """Download the prebuilt variants (source: pypi) into the wheel store, once.
 

@@ -39,35 +39,35 @@ class CompareSettings:
     """--weight as typed (checked against the benchmarks the results measured)."""
 
 
-def with_requirements(
-    reports: list[HostReport], path: Path, source: str, *, asked: bool = True
-) -> list[HostReport]:
-    """The reports, their 'use this' naming the requirements file written at `path`
-    (atomically): the whole runtime of the config to use, as the session measured it. When
-    not `asked` (tfbuild run writes it beside its results), a report without one is left as
-    it is; when asked, that is a usage error."""
+def with_requirements(report: HostReport, path: Path, source: str) -> HostReport:
+    """The report, its 'use this' naming the requirements file written at `path` (atomically):
+    the whole runtime of the config to use, as the session measured it (its choice has a
+    lock)."""
     from tfbuild.files import atomic_write_text
 
-    chosen = [r.choice for r in reports if r.choice is not None and r.choice.lock]
-    if len(chosen) != 1 or len(reports) != 1:
-        if not asked:
-            return reports
-        if len(reports) != 1:
-            raise UsageError(
-                f"--requirements {path}: the results are from {len(reports)} machine classes; "
-                "it writes the runtime of one, so compare one machine's results"
-            )
-        config = reports[0].choice.config if reports[0].choice else "no config"
+    choice = report.choice
+    assert choice is not None and choice.lock, "no runtime recorded to write"
+    atomic_write_text(path, choice.lock_text(source))
+    return dataclasses.replace(report, choice=dataclasses.replace(choice, requirements=str(path)))
+
+
+def _requirements_of(reports: list[HostReport], path: Path) -> HostReport:
+    """The one report `--requirements` writes the runtime of; a usage error, naming why,
+    when the results are of several machine classes or recorded no runtime."""
+    if len(reports) != 1:
+        raise UsageError(
+            f"--requirements {path}: the results are from {len(reports)} machine classes; "
+            "it writes the runtime of one, so compare one machine's results"
+        )
+    (report,) = reports
+    if report.choice is None or not report.choice.lock:
+        config = report.choice.config if report.choice else "no config"
         raise UsageError(
             f"--requirements {path}: the session recorded no packages of the runtime of "
             f"{config} (its runtime was made before tfbuild recorded them: run the session "
             "again to record them)"
         )
-    (choice,) = chosen
-    atomic_write_text(path, choice.lock_text(source))
-    return [
-        dataclasses.replace(reports[0], choice=dataclasses.replace(choice, requirements=str(path)))
-    ]
+    return report
 
 
 def _margin(value: str | None) -> float | None:
@@ -227,7 +227,8 @@ def compare(
             for r in reports
         ]
     if requirements is not None:
-        reports = with_requirements(reports, requirements, " ".join(results_files))
+        chosen = _requirements_of(reports, requirements)
+        reports = [with_requirements(chosen, requirements, " ".join(results_files))]
     verdict = None
     threshold = settings.fail_above
     if settings.against:

@@ -26,7 +26,7 @@ from tfbuild.errors import BadWheel, StaleOutput, UsageError
 )
 @json_option("the index's place, each wheel indexed and each file left out")
 @debug_option
-def index(store_path: Path, as_json: bool = False) -> None:
+def index(store_path: Path, as_json: bool) -> None:
     """Write a PEP 503 simple index over every wheel in the store, at STORE/simple.
 
     Links carry #sha256= fragments and data-requires-python, so a team can

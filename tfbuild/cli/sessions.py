@@ -495,8 +495,9 @@ def run(build_sources: bool, fmt: str, **params: Any) -> None:
         path = run_session(plan, options, workspace, reporter, SequentialLooks())
     _require_measurements(load(path), path)
     reports = analyse(load_sessions([path]), power=True)
-    lock = path.with_suffix(".requirements.txt")
-    reports = with_requirements(reports, lock, path.name, asked=False)
+    if (choice := reports[0].choice) is not None and choice.lock:  # one machine: this one
+        lock = path.with_suffix(".requirements.txt")
+        reports = [with_requirements(reports[0], lock, path.name)]
     html_path = path.with_suffix(".html")
     atomic_write_text(html_path, compare_html(reports))
     if fmt == "json":

@@ -138,7 +138,7 @@ def parse_fraction(option: str, value: str) -> float:
             f"{option} {value!r}: a number without % is a fraction (0.05 is 5%); did you mean "
             f"{text}%?"
         )
-    if not 0 < number < 1 or not math.isfinite(number):
+    if not 0 < number < 1:
         raise UsageError(f"{option} {value!r}: expected a value between 0% and 100%")
     return number
 

@@ -195,11 +195,6 @@ def _cpulist(cpus: Iterable[int]) -> str:
     return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
 
 
-def _number(mark: str) -> int:
-    """The number of a note's mark ("[2]")."""
-    return int(mark.strip("[]"))
-
-
 def plan_view(plan: Plan) -> Group:
     variants = Table(title=f"Variants in {plan.matrix.path}", title_justify="left")
     for column in ("variant", "source", "TF", "python", "flags", "configs", "runs here"):
@@ -222,7 +217,7 @@ def plan_view(plan: Plan) -> Group:
         own = [r for r in pv.verdict.reasons if r not in marks]
         if own:
             runs.append(": " + "; ".join(own), style="default")
-        if shared := sorted((marks[r] for r in pv.verdict.reasons if r in marks), key=_number):
+        if shared := [mark for reason, mark in marks.items() if reason in pv.verdict.reasons]:
             runs.append(" " + " ".join(shared), style="default")
         name = Text(v.name, style="bold")
         if v.name == baseline.variant:
