@@ -51,7 +51,6 @@ SECONDS = {
     "test_detect_container.py": 45,
     "test_base_image.py": 40,
     "test_machines.py": 40,
-    "test_lint.py": 30,
     "test_errors.py": 25,
     "test_inspect.py": 20,
     "test_resources.py": 15,

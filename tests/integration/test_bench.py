@@ -146,7 +146,7 @@ suite:
     assert host["weights"] == {"matmul-pinned": 1.0, "input-pinned": 0.5}
     html = matrix.parent / "report.html"
     assert run_tfbuild("compare", str(path), "--format", "html", "-o", str(html)).returncode == 0
-    assert html.read_text().count("data:image/png;base64,") == 2
+    assert html.read_text().count("data:image/svg+xml;base64,") == 2
     # ...and gated against older results of the same machine class, made from these with
     # one config 50x as fast (the new results are a regression beyond any noise four rounds of
     # a loaded machine show: at 4x, one benchmark's Holm p was 0.056 on a CI machine running

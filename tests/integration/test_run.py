@@ -58,7 +58,7 @@ def test_run_quick_on_two_prebuilt_variants(tf_workspace: Path, tmp_path: Path) 
     assert len(plans) == 1 and plans[0]["source"] == "live", plans  # one plan, for this machine
     (results,) = (tmp_path / "results").glob("*.json")
     report = results.with_suffix(".html")
-    assert report.exists() and report.read_text().count("data:image/png;base64,") == 2
+    assert report.exists() and report.read_text().count("data:image/svg+xml;base64,") == 2
     document = json.loads(results.read_text())
     assert {c["key"] for c in document["configs"]} == {
         "stock:default",

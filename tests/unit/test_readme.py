@@ -239,3 +239,22 @@ def test_readme_says_how_long_the_tests_take() -> None:
         f"{everyday['passed']} tests that need no Docker engine, no TensorFlow wheel and no long "
         f"simulation, in about {everyday['wall_s'] / 60:.0f} minutes there" in text
     )
+
+
+def test_readme_says_how_much_the_install_takes() -> None:
+    """The README's install size is the committed measurement's (scripts/install-size writes
+    docs/measurements/install-size.json: `pip install .` into a new venv, every distribution it
+    added), the largest named; no plotting library among them."""
+    import json
+
+    doc = json.loads((REPO / "docs" / "measurements" / "install-size.json").read_text())
+    sizes = {name: entry["mb"] for name, entry in doc["distributions"].items()}
+    assert doc["command"] == "pip install ." and "tfbuild-bench" in sizes
+    assert doc["total_mb"] == pytest.approx(sum(sizes.values()), abs=0.5)
+    largest = max(sizes, key=sizes.__getitem__)
+    text = " ".join((REPO / "README.md").read_text().split())
+    assert (
+        f"A fresh install takes {doc['total_mb']:.0f} MB ({largest} {sizes[largest]:.0f} MB of it;"
+        in text
+    )
+    assert not {"matplotlib", "fonttools", "pillow"} & {name.lower() for name in sizes}

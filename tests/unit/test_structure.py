@@ -333,7 +333,7 @@ def test_the_runtime_interface_does_not_depend_on_its_docker_implementation() ->
     assert "tfbuild.engine" not in graph["tfbuild.runtime.base"]
 
 
-WHOLE = {"test_structure", "test_lint", "test_readme", "test_golden_files", "test_injection"}
+WHOLE = {"test_structure", "test_readme", "test_golden_files", "test_injection"}
 """Unit tests of the repository as a whole, not of one module."""
 
 
@@ -513,6 +513,16 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         "tests/unit/results/test_codec.py",
         "load",
         "records from JSON: every results file read",
+    ),
+    "tfbuild.report.charts": (
+        "tests/unit/report/test_html.py",
+        "speedup_svg",
+        "the report's charts, read back as the browser is given them",
+    ),
+    "tfbuild.report.svg": (
+        "tests/unit/report/test_html.py",
+        "on_log_axis",
+        "the charts' axes and shapes: every coordinate checked against the data",
     ),
     "tfbuild.report.calibration": (
         "tests/unit/analysis/test_calibration.py",

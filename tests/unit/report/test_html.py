@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from xml.etree import ElementTree
 
+import numpy as np
 import pytest
 from support.cli import RESULTS, compare
 from support.env import require
 
+from tfbuild.analysis.estimates import OVERALL
 from tfbuild.analysis.host_report import analyse
 from tfbuild.analysis.sessions import load_sessions
-from tfbuild.report.html import speedup_figure
+from tfbuild.report.charts import samples_svg, speedup_svg
 
+SVG = "{http://www.w3.org/2000/svg}"
 REAL = RESULTS / "session-2x2-10rounds.json"
 
 CHECK = """
@@ -52,7 +57,7 @@ def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
     proc = compare(str(REAL), "--format", "html", "--output", str(report))
     assert proc.returncode == 0, proc.stderr
     html = report.read_text()
-    assert html.count('src="data:image/png;base64,') == 2
+    assert html.count('src="data:image/svg+xml;base64,') == 2
     assert "<script" not in html  # self-contained, static
     assert "<h3>Seed experiments</h3>" in html
     checked = tmp_path / "checked.html"
@@ -94,58 +99,103 @@ def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
     assert screenshot.exists() and screenshot.stat().st_size > 50_000
 
 
+def panels(svg: str) -> list[ElementTree.Element]:
+    root = ElementTree.fromstring(svg)
+    assert root.tag == SVG + "svg" and float(root.get("width", 0)) > 0
+    return [g for g in root.iter(SVG + "g") if g.get("class") == "panel"]
+
+
+def shapes(panel: ElementTree.Element, tag: str, kind: str) -> list[ElementTree.Element]:
+    return [e for e in panel.iter(SVG + tag) if e.get("class") == kind]
+
+
+def title(panel: ElementTree.Element) -> str:
+    (text,) = shapes(panel, "text", "title")
+    return text.text or ""
+
+
+def ticks(panel: ElementTree.Element, attribute: str) -> dict[float, float]:
+    """The axis's tick labels, each read as a number, at the coordinate it is drawn at."""
+    found = {}
+    for text in panel.iter(SVG + "text"):
+        try:
+            value = float(text.text or "")
+        except ValueError:
+            continue
+        found[value] = float(text.get(attribute, "nan"))
+    return found
+
+
+def on_log_axis(marks: dict[float, float]) -> Callable[[float], float]:
+    """The axis the browser draws, from two of its tick labels: a value to its coordinate."""
+    (a, pa), (b, pb) = sorted(marks.items())[0], sorted(marks.items())[-1]
+    return lambda v: pa + (pb - pa) * math.log(v / a) / math.log(b / a)
+
+
 @pytest.mark.parametrize("name", ["session-default-quick.json", "default-run.json.gz"])
 def test_speedup_panels_are_log_scaled_with_every_bar_and_whisker_inside(name: str) -> None:
-    """The two sessions whose whiskers reached 1e11 and 70x: every panel is on a log axis, every
-    bar and whisker lies inside it, and the whiskers cut at an edge are marked there."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.container import BarContainer, ErrorbarContainer
-
+    """The two sessions whose whiskers reached 1e11 and 70x, as the browser is given them:
+    every panel's ticks lie on a log axis, each bar ends at its estimate there, every bar and
+    whisker lies inside the panel, and the whiskers cut at an edge are marked there."""
     (report,) = analyse(load_sessions([RESULTS / name]))
-    figure = speedup_figure(report)
-    panels = [ax for ax in figure.axes if ax.get_visible()]
-    assert len(panels) == 1 + len(report.benchmarks)
-    marked = 0
-    for ax in panels:
-        assert ax.get_xscale() == "log"
-        lo, hi = sorted(ax.get_xlim())
-        bars = [b for c in ax.containers if isinstance(c, BarContainer) for b in c]
-        whiskers = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    found = panels(speedup_svg(report))
+    assert [p.get("data-bench") for p in found] == [OVERALL, *report.benchmarks]
+    marked = wide = 0
+    for panel in found:
+        bench = panel.get("data-bench", "")
+        (frame,) = shapes(panel, "rect", "axis")
+        left = float(frame.get("x", "nan"))
+        right = left + float(frame.get("width", "nan"))
+        marks = ticks(panel, "x")
+        assert 1.0 in marks and len(marks) >= 3
+        x = on_log_axis(marks)
+        for value, at in marks.items():  # equal ratios, equal steps: a log axis
+            assert at == pytest.approx(x(value), abs=0.1)
+        lo, hi = math.exp(_inverse(x, left)), math.exp(_inverse(x, right))
+        bars = shapes(panel, "rect", "bar")
+        whiskers = shapes(panel, "line", "whisker")
         assert bars and len(whiskers) == len(bars)
         for bar in bars:
-            left, right = sorted((bar.get_x(), bar.get_x() + bar.get_width()))
-            assert lo <= left and right <= hi, (ax.get_title(), left, right, lo, hi)
-        for container in whiskers:
-            for segments in container.lines[2]:
-                for (x0, _), (x1, _) in segments.get_segments():
-                    assert lo * 0.999 <= min(x0, x1) and max(x0, x1) <= hi * 1.001
-        edges = [
-            line
-            for line in ax.get_lines()
-            if line.get_marker() in ("<", ">") and line.get_xdata()[0] in (lo, hi)
-        ]
-        marked += len(edges)
-        assert ("cut at the edge" in ax.get_title()) == bool(edges)
-    wide = sum(
-        1
-        for (config, bench), e in report.estimates.items()
-        if e.low < _limit(figure, report, bench, 0) or e.high > _limit(figure, report, bench, 1)
-    )
+            start = float(bar.get("x", "nan"))
+            end = start + float(bar.get("width", "nan"))
+            assert left - 0.01 <= start and end <= right + 0.01, (bench, start, end, left, right)
+            e = report.estimates[(bar.get("data-config", ""), bench)]
+            tip = end if e.ratio >= 1 else start
+            assert tip == pytest.approx(x(e.ratio), abs=0.1)
+            wide += e.low < lo or e.high > hi
+        for whisker in whiskers:
+            ends = [float(whisker.get(k, "nan")) for k in ("x1", "x2")]
+            assert left - 0.01 <= min(ends) and max(ends) <= right + 0.01
+        cuts = shapes(panel, "polygon", "cut")
+        marked += len(cuts)
+        assert ("cut at the edge" in title(panel)) == bool(cuts)
     assert marked >= 1 and marked >= wide
-    plt_close(figure)
 
 
-def _limit(figure: Any, report: Any, bench: str, side: int) -> float:
-    """The axis limit of a benchmark's panel, from its title."""
-    for ax in figure.axes:
-        if ax.get_title().startswith(f"{bench} ("):
-            return float(sorted(ax.get_xlim())[side])
-    raise AssertionError(bench)
+def _inverse(x: Callable[[float], float], at: float) -> float:
+    """The log of the value the axis draws at this coordinate."""
+    a, b = x(1.0), x(math.e)
+    return (at - a) / (b - a)
 
 
-def plt_close(figure: Any) -> None:
-    import matplotlib.pyplot as plt
-
-    plt.close(figure)
+def test_samples_boxes_are_the_quartiles_of_the_raw_samples() -> None:
+    """Every config's box spans the first to the third quartile of its raw samples (as numpy
+    computes them), read back through the axis's own tick labels, and every sample is a point."""
+    (report,) = analyse(load_sessions([REAL]))
+    found = panels(samples_svg(report))
+    assert [p.get("data-bench") for p in found] == report.benchmarks
+    for panel in found:
+        bench = panel.get("data-bench", "")
+        assert "log scale" in title(panel)
+        y = on_log_axis(ticks(panel, "y"))
+        boxes = shapes(panel, "rect", "box")
+        assert {b.get("data-config") for b in boxes} == {e.config for e in report.ranking}
+        for box in boxes:
+            samples = report.samples[(box.get("data-config", ""), bench)]
+            q1, q3 = np.percentile(samples, [25, 75])
+            top, height = float(box.get("y", "nan")), float(box.get("height", "nan"))
+            assert top == pytest.approx(y(q3), abs=0.2)
+            assert top + height == pytest.approx(y(q1), abs=0.6)
+        assert len(shapes(panel, "circle", "sample")) == sum(
+            len(report.samples[(e.config, bench)]) for e in report.ranking
+        )
