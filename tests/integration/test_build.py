@@ -118,12 +118,16 @@ def test_unchanged_rebuild_is_a_no_op_and_force_rebuilds(own_store: Path) -> Non
     assert "avx2-fma: up to date" in proc.stderr and "--force rebuilds" in proc.stderr
     assert seen == {}, "a no-op rebuild started a build container"
     assert (wheel.stat().st_mtime_ns, log.stat().st_mtime_ns) == mtimes
-    forced = toy_build(own_store, "--variant", "avx2-fma", "--force")
+    forced = toy_build(own_store, "--variant", "avx2-fma", "--force", "--format", "json")
     assert forced.returncode == 0, forced.stderr
-    assert "avx2-fma: built" in forced.stderr
+    assert "avx2-fma: built" in forced.stderr  # the progress stays on standard error
     rebuilt, after = stored(own_store, "avx2-fma")
     assert after["content_key"] == before["content_key"]
     assert rebuilt.stat().st_mtime_ns != mtimes[0]
+    (said,) = json.loads(forced.stdout)["builds"]  # as a script reads it
+    assert said["variant"] == "avx2-fma" and said["status"] == "built"
+    assert said["wheel"] == str(rebuilt) and said["sha256"] == sha256_of(rebuilt)
+    assert said["log"] == str(log) and "INFO: Build completed successfully" in log.read_text()
 
 
 def test_cache_volume_is_shared_between_variants(toy_store: Path) -> None:

@@ -48,6 +48,8 @@ class BuildOutcome:
     wheel: Path | None
     message: str
     seconds: float
+    log: Path | None = None
+    """The build's log (a source build's, kept beside its wheel)."""
 
 
 def prepare(
@@ -126,7 +128,7 @@ def build_variant(
     if not options.force and (wheel := _up_to_date(store, planned, key)) is not None:
         return BuildOutcome(variant.name, "up to date", wheel,
                        f"content key {key[:12]} unchanged; --force rebuilds",
-                       time.monotonic() - started)  # fmt: skip
+                       time.monotonic() - started, wheel.parent / "build.log")  # fmt: skip
     folder = store.folder(variant.id)
     folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / "build.log"
@@ -151,7 +153,7 @@ def build_variant(
         except BuildFailed as exc:
             raise BuildFailed(f"{variant.name}: {exc}", tail=tail, log=log_path) from exc
     return BuildOutcome(variant.name, "built", wheel, f"content key {key[:12]}",
-                   time.monotonic() - started)  # fmt: skip
+                   time.monotonic() - started, log_path)  # fmt: skip
 
 
 def _run_build(
@@ -313,9 +315,11 @@ def build_many(
     reporter: Reporter,
     options: BuildOptions,
     jobs: int = 1,
+    outcomes: list[BuildOutcome] | None = None,
 ) -> dict[str, str]:
     """Build the planned variants (`jobs` at a time on the engine), each outcome reported as it
-    comes; returns the failures by variant name, each message with the build log's tail."""
+    comes (and appended to `outcomes`, failures too); returns the failures by variant name,
+    each message with the build log's tail."""
     failures: dict[str, str] = {}
     causes: dict[str, str] = {}  # what a failure's tail ends with -> the first variant it failed
     reporter.start(len(variants), "building")
@@ -323,10 +327,15 @@ def build_many(
     def one(planned: PlannedVariant) -> None:
         name = planned.variant.name
         reporter.running(f"{name}: starting")
+        started = time.monotonic()
         try:
             outcome = build_variant(planned, plan, store, reporter, options)
         except (BuildFailed, InstallError) as exc:
             failures[name] = exc.full() if isinstance(exc, BuildFailed) else str(exc)
+            if outcomes is not None:
+                log = exc.log if isinstance(exc, BuildFailed) else None
+                outcomes.append(BuildOutcome(name, "failed", None, str(exc),
+                                             time.monotonic() - started, log))  # fmt: skip
             cause = exc.cause(name) if isinstance(exc, BuildFailed) else str(exc)
             if cause in causes:
                 where = f" (log: {exc.log})" if isinstance(exc, BuildFailed) and exc.log else ""
@@ -339,6 +348,8 @@ def build_many(
                 f"{outcome.variant}: {outcome.status}: {outcome.wheel} "
                 f"({outcome.message}, {outcome.seconds:.1f} s)"
             )
+            if outcomes is not None:
+                outcomes.append(outcome)
         reporter.advance(planned.variant.name)
 
     if jobs == 1:

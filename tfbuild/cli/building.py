@@ -29,7 +29,8 @@ from tfbuild.errors import BuildFailed, EngineUnavailable, UsageError
 from tfbuild.plan.make import Plan, PlannedVariant
 
 if TYPE_CHECKING:
-    from tfbuild.build.stage import BuildOptions
+    from tfbuild.build.stage import BuildOptions, BuildOutcome
+    from tfbuild.store import WheelStore
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +105,7 @@ class BuildSettings:
     "copts), e.g. the runner that will benchmark the wheels; default: this machine.",
 )
 @QUIET_OPTION
+@json_option("each variant's outcome (built, up to date, fetched, failed), wheel, sha256, log")
 @debug_option
 def build(
     matrix_path: Path | None,
@@ -121,6 +123,7 @@ def build(
     tensorflow: str | None,
     host_path: Path | None,
     quiet: bool,
+    as_json: bool,
 ) -> None:
     """Build wheels of source variants in Docker (bazel with their configs and copts).
 
@@ -131,7 +134,12 @@ def build(
     Building an unchanged variant again is a no-op (--force rebuilds). Prebuilt variants are
     fetched instead.
     """
-    from tfbuild.build.stage import BuildOptions, build_many, build_plan_lines, in_store
+    from tfbuild.build.stage import (
+        BuildOptions,
+        build_many,
+        build_plan_lines,
+        in_store,
+    )
     from tfbuild.engine import docker_status
     from tfbuild.plan.make import make_plan
     from tfbuild.plan.select import select
@@ -187,6 +195,10 @@ def build(
     for line in build_plan_lines(to_build, plan, store):
         click.echo(f"build {line}", err=True)
     if settings.dry_run:
+        if as_json:
+            raise UsageError(
+                "--dry-run prints the recipes, not a JSON document: drop --format json"
+            )
         for pv in planned:
             _print_dry_run(pv, plan, options)
         return
@@ -197,10 +209,35 @@ def build(
             f"({status.error}). Start dockerd or set DOCKER_HOST; --dry-run shows the recipe."
         )
     reporter = make_reporter(settings.quiet)
+    outcomes: list[BuildOutcome] = []
     with reporter:
-        failures = build_many(planned, plan, store, reporter, options, settings.jobs)
+        failures = build_many(planned, plan, store, reporter, options, settings.jobs, outcomes)
+    if as_json:
+        ids = {pv.variant.name: pv.variant.id for pv in planned}
+        click.echo(json.dumps(_built_json(store, outcomes, ids), indent=2))
     if failures:
         raise BuildFailed(f"{len(failures)} of {len(planned)} builds failed; see above")
+
+
+def _built_json(
+    store: WheelStore, outcomes: list[BuildOutcome], ids: dict[str, str]
+) -> dict[str, object]:
+    """`build --format json`: every variant's outcome in the order asked, with what the store
+    now holds for it (its wheel and that wheel's sha256, from the manifest beside it)."""
+    order = list(ids)
+    rows = []
+    for outcome in sorted(outcomes, key=lambda o: order.index(o.variant)):
+        manifest = store.read_manifest(ids[outcome.variant]) if outcome.wheel else None
+        rows.append({
+            "variant": outcome.variant,
+            "status": outcome.status,
+            "wheel": str(outcome.wheel) if outcome.wheel else None,
+            "sha256": manifest.sha256 if manifest else None,
+            "detail": outcome.message,
+            "seconds": round(outcome.seconds, 1),
+            "log": str(outcome.log) if outcome.log else None,
+        })  # fmt: skip
+    return {"store": str(store.root), "builds": rows}
 
 
 def _print_dry_run(planned: PlannedVariant, plan: Plan, options: BuildOptions) -> None:

@@ -37,6 +37,10 @@ def test_tensorflow_release_override(tmp_path: Path) -> None:
     proc = run_tfbuild("build", "--variant", "avx2-fma", "--tensorflow", "2.17.1", "--dry-run",
                        cwd=REPO)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    as_json = run_tfbuild("build", "--variant", "avx2-fma", "--dry-run", "--format", "json",
+                          cwd=REPO)  # fmt: skip
+    assert as_json.returncode == 64 and as_json.stdout == ""
+    assert "--dry-run prints the recipes, not a JSON document" in as_json.stderr
     assert "tensorflow/tools/pip_package:wheel" in proc.stdout  # the 2.17 era's target
     assert "git_ref v2.17.1" in proc.stdout or "v2.17.1" in proc.stdout
     proc = run_tfbuild("build", "--variant", "avx2-fma", "--tensorflow", "2.99.0", "--dry-run",
