@@ -203,10 +203,30 @@ def served_wheel(site: Path, requirement: str, into: Path) -> Path:
     return wheel
 
 
-def branch_files(bare: Path, branch: str = RESULTS_BRANCH) -> list[str]:
-    listed = subprocess.run(["git", f"--git-dir={bare}", "ls-tree", "--name-only", branch],
+def branch_files(bare: Path, tree: str = RESULTS_BRANCH) -> list[str]:
+    """The names in a tree of the remote: the branch's top level, or `BRANCH:history`."""
+    listed = subprocess.run(["git", f"--git-dir={bare}", "ls-tree", "--name-only", tree],
                             capture_output=True, text=True, check=True)  # fmt: skip
     return sorted(listed.stdout.split())
+
+
+def branch_text(bare: Path, path: str) -> str:
+    return subprocess.run(["git", f"--git-dir={bare}", "show", f"{RESULTS_BRANCH}:{path}"],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+
+
+def branch_blobs(bare: Path) -> dict[str, str]:
+    """The branch's top-level files (the gate's reference) -> their blob ids."""
+    listed = subprocess.run(["git", f"--git-dir={bare}", "ls-tree", RESULTS_BRANCH],
+                            capture_output=True, text=True, check=True)  # fmt: skip
+    return {
+        line.split("\t")[1]: line.split()[2]
+        for line in listed.stdout.splitlines()
+        if line.split()[1] == "blob" and line.endswith(".json")
+    }
+
+
+PUSH = f"The history, and a passing night's reference, for the {RESULTS_BRANCH} branch"
 
 
 class Night:
@@ -354,7 +374,7 @@ def first_night(repository: Path, nights: tuple[str, Path]) -> FirstNight:
     remote = server(folder)
     first = Night(repository, container, folder / "night-1", run_id=1, remote=remote)
     first.results(tonight({}, seed=10))
-    first.run("plan", "build", "bench", "compare")
+    first.run("plan", "build", "bench", "compare", "push")
     (plan,) = first.job("plan")
     assert plan.ok, _log([plan])
     return FirstNight(first, plan, first.job("build"), remote, folder, container)
@@ -412,7 +432,18 @@ def test_the_first_night_builds_the_release_the_plan_found(
     summary = (first.root / "jobs" / "compare-0" / "summary").read_text()
     assert "Against the previous results" not in summary and "Gold 6132" in summary
     assert f"First night: no {RESULTS_BRANCH} branch yet, so nothing to gate against" in summary
-    assert branch_files(first_night.remote) == ["runner-a.json", "runner-b.json"]
+    assert branch_files(first_night.remote) == [
+        "history",
+        "history.html",
+        "runner-a.json",
+        "runner-b.json",
+    ]
+    assert branch_files(first_night.remote, f"{RESULTS_BRANCH}:history") == [
+        "night-10-runner-a.json.gz",
+        "night-10-runner-b.json.gz",
+    ]
+    page = branch_text(first_night.remote, "history.html")
+    assert page.count("<h2>") == 2 and page.count("1 night,") == 2  # one per machine class
     for build in builds:  # each build job saved its bazel cache, under a key of this run
         (saved,) = (first.root / "caches").glob(
             f"bazel-{build.matrix['variant']}-{build.matrix['for']}-*-1-1"
@@ -461,6 +492,7 @@ def test_a_passing_night_publishes_an_index_pip_installs_from(
     assert publish.ok, _log([publish])
     site = first.root / "artifacts" / "github-pages"
     assert (site / "index.html").read_text().lower().startswith("<!doctype html>")
+    assert "<h1>tfbuild nightly history</h1>" in (site / "history.html").read_text()
     (built,) = (first.root / "artifacts" / "wheel-any-avx2-fma").glob("*/*.whl")
     fetched = served_wheel(site, "tfbuild-probe==1.0.0+avx2.fma", tmp_path / "fetched")
     assert fetched.name == built.name and sha256_of(fetched) == sha256_of(built)
@@ -490,7 +522,7 @@ def second(
     night.results(docs)
     night.replay.results["plan"] = [first_night.plan]  # the first night's decision and release
     night.replay.results["build"] = first_night.builds
-    night.run("bench", "compare")
+    night.run("bench", "compare", "push")
     (job,) = night.job("compare")
     return job
 
@@ -510,11 +542,17 @@ def test_an_unchanged_night_passes_its_gate_on_both_machine_classes(
     benchmarks = {b for d in docs.values() for b in d.suite.benchmarks}
     said = f"Compared {len(configs)} configs x {len(benchmarks)} benchmarks on 2 machine classes"
     assert f"**{said}.**" in summary, summary
+    bare = server(first_night.folder / "unchanged")
+    assert len(branch_files(bare, f"{RESULTS_BRANCH}:history")) == 4  # two nights, two classes
+    page = branch_text(bare, "history.html")
+    assert page.count("2 nights, 2026-") == 2, page[:2000]
 
 
-def test_a_crash_fails_the_gate_naming_the_machine_class_and_keeps_nothing(
+def test_a_crash_fails_the_gate_naming_the_machine_class_and_keeps_only_its_history(
     repository: Path, first_night: FirstNight
 ) -> None:
+    """The reference stays the first night's; the crashed night joins the history, so the
+    trend shows it."""
     docs = tonight({}, seed=30, crash="tuned:default")
     crashed = second(repository, first_night, "crash", docs, run_id=3)
     gate = crashed.step("Report and regression gate (same machine class)")
@@ -526,7 +564,11 @@ def test_a_crash_fails_the_gate_naming_the_machine_class_and_keeps_nothing(
     assert "E5-2680 v3" in gate.output.split("tuned:default: no results", 1)[1].splitlines()[0]
     assert crashed.step("Keep tonight's results for tomorrow (per machine class)").outcome \
         == "skipped"  # fmt: skip
-    assert crashed.step(f"Push them to the {RESULTS_BRANCH} branch").outcome == "skipped"
+    assert crashed.step(PUSH).outcome == "success", _log([crashed])  # for the push job
+    bare = server(first_night.folder / "crash")
+    assert branch_blobs(bare) == branch_blobs(first_night.remote)  # the reference as it was
+    nights = branch_files(bare, f"{RESULTS_BRANCH}:history")
+    assert "night-30-runner-a.json.gz" in nights and len(nights) == 4
 
 
 def test_a_slower_night_fails_the_gate_on_its_machine_class(

@@ -514,6 +514,11 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         "load",
         "records from JSON: every results file read",
     ),
+    "tfbuild.analysis.history": (
+        "tests/unit/report/test_history.py",
+        "medians(",
+        "the nights' figures, checked against the results files by the page's tests",
+    ),
     "tfbuild.report.charts": (
         "tests/unit/report/test_html.py",
         "speedup_svg",

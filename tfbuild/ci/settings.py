@@ -20,7 +20,7 @@ DEFAULT_INSTALL = "pip install ."
 RESULTS_BRANCH = "tfbuild-results"
 """The branch that holds the last passing night's results, the gate's reference: a cache
 entry would be evicted first once the bazel caches fill the repository's 10 GB."""
-PUSH_NOTE = f"the compare job pushes the gate's reference results to {RESULTS_BRANCH}"
+PUSH_NOTE = f"pushes the nights and the gate's reference to {RESULTS_BRANCH}; installs nothing"
 SECRET_LINE = "TFBUILD_BAZEL_REMOTE_HEADER: ${{ secrets.TFBUILD_BAZEL_REMOTE_HEADER }}"
 SECRET_NOTE = "zizmor: ignore[secrets-outside-env] optional, and this step's only"
 """The remote cache's credentials reach the Build step and nothing else; a deployment

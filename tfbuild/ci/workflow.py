@@ -57,8 +57,10 @@ HEADER = """\
 # config got slower than {threshold}, or lost results, against the last passing night on the
 # same machine class. That reference is kept on the {branch} branch (the compare job
 # pushes it there after a passing night; the first night, with no such branch, only says
-# so). A remote bazel cache: set defaults.bazel.remote_cache in the matrix and its
-# credentials in the TFBUILD_BAZEL_REMOTE_HEADER secret (given to the build step only).
+# so), with every night's results in history/ and their trend in history.html (each
+# config's throughput night by night, TensorFlow and wheel changes marked). A remote
+# bazel cache: set defaults.bazel.remote_cache in the matrix and its credentials in the
+# TFBUILD_BAZEL_REMOTE_HEADER secret (given to the build step only).
 {tuned}"""
 
 
@@ -322,22 +324,12 @@ def _compare_job(s: Settings) -> dict[str, Any]:
         + (' --wheels-url "$WHEELS_URL"' if s.publish else "")
         + ' >> "$GITHUB_STEP_SUMMARY"'
     )
-    push = (
-        _GIT + f'git init -q -b {branch} "$RUNNER_TEMP/{branch}-new"\n'
-        f'cp -a previous-results/. "$RUNNER_TEMP/{branch}-new/"\n'
-        f'cd "$RUNNER_TEMP/{branch}-new"\n'
-        "git add -A\n"
-        'git -c user.name="github-actions[bot]" '
-        '-c user.email="41898282+github-actions[bot]@users.noreply.github.com" '
-        'commit -q -m "tfbuild: the gate\'s reference after run $GITHUB_RUN_ID"\n'
-        f'git -c "$auth" push -q --force "$url" HEAD:refs/heads/{branch}'
-    )
     return {
         "needs": ["plan", "bench"],
         "if": "always() && needs.plan.outputs.run == 'true'",
         "runs-on": "ubuntu-latest",
         "name": "compare and gate",
-        "permissions": {"contents": "write"},  # comment: PUSH_NOTE, written by render
+        "outputs": {"recorded": "${{ steps.history.outputs.recorded }}"},
         "steps": [
             *_setup(s.install),
             {
@@ -349,6 +341,16 @@ def _compare_job(s: Settings) -> dict[str, Any]:
                 "id": "previous",
                 "env": token,
                 "run": fetch,
+            },
+            {
+                "name": "Tonight in the history (every night, its gate passed or not)",
+                "id": "history",
+                "run": "tfbuild ci history results --into previous-results\n"
+                'echo recorded=true >> "$GITHUB_OUTPUT"',
+            },
+            {
+                "uses": uses("actions/upload-artifact"),
+                "with": _artifact("history", "previous-results/history.html"),
             },
             {
                 "name": "HTML report",
@@ -370,8 +372,44 @@ def _compare_job(s: Settings) -> dict[str, Any]:
                 "run": "tfbuild ci keep results --into previous-results",
             },
             {
+                "name": f"The history, and a passing night's reference, for the {branch} branch",
+                "if": "always() && steps.history.outputs.recorded == 'true'",
+                "uses": uses("actions/upload-artifact"),
+                "with": _artifact(branch, "previous-results/"),
+            },
+        ],
+    }
+
+
+def _push_job() -> dict[str, Any]:
+    """The one job that may write to the repository: it pushes what the compare job left for
+    the results branch, with git alone (no checkout, no Python, nothing installed), after
+    every night whose history the compare job recorded, its gate passed or not."""
+    branch = RESULTS_BRANCH
+    push = (
+        _GIT + f'git init -q -b {branch} "$RUNNER_TEMP/{branch}-new"\n'
+        f'cp -a previous-results/. "$RUNNER_TEMP/{branch}-new/"\n'
+        f'cd "$RUNNER_TEMP/{branch}-new"\n'
+        "git add -A\n"
+        'git -c user.name="github-actions[bot]" '
+        '-c user.email="41898282+github-actions[bot]@users.noreply.github.com" '
+        'commit -q -m "tfbuild: the nights and the gate\'s reference after run $GITHUB_RUN_ID"\n'
+        f'git -c "$auth" push -q --force "$url" HEAD:refs/heads/{branch}'
+    )
+    return {
+        "needs": "compare",
+        "if": "always() && needs.compare.outputs.recorded == 'true'",
+        "runs-on": "ubuntu-latest",
+        "name": f"keep the nights on the {branch} branch",
+        "permissions": {"contents": "write"},  # comment: PUSH_NOTE, written by render
+        "steps": [
+            {
+                "uses": uses("actions/download-artifact"),
+                "with": {"name": branch, "path": "previous-results"},
+            },
+            {
                 "name": f"Push them to the {branch} branch",
-                "env": token,
+                "env": {"GH_TOKEN": "${{ github.token }}"},
                 "run": push,
             },
         ],
@@ -411,6 +449,11 @@ def _publish_jobs(s: Settings) -> dict[str, Any]:
                 "with": {"path": "site", "name": "report"},
             },
             {
+                "name": "The nights' history page",
+                "uses": uses("actions/download-artifact"),
+                "with": {"path": "site", "name": "history"},
+            },
+            {
                 "name": "Index the wheels",
                 "run": "mkdir -p site/wheels\ntfbuild index site/wheels\n"
                 "mv site/report.html site/index.html",
@@ -448,6 +491,7 @@ def workflow(matrix: Matrix, s: Settings) -> dict[str, Any]:
         jobs["build"] = _build_job(s, runner, fanout["build"])
     jobs["bench"] = _bench_job(s, fanout, needs, built)
     jobs["compare"] = _compare_job(s)
+    jobs["push"] = _push_job()
     if s.publish:
         jobs.update(_publish_jobs(s))
     return {

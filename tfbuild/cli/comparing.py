@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -155,6 +156,14 @@ def _margin(value: str | None) -> float | None:
     help=WEIGHT_HELP + " Default: as each session recorded them (bench and run --weight).",
 )
 @click.option(
+    "--history",
+    is_flag=True,
+    help="Each results file is a night (a folder of the nightly's, for one): each config's "
+    "throughput night by night, per machine class and benchmark (median and 95% interval), "
+    "the nights where a TensorFlow release or a wheel changed marked; html is the nightly's "
+    "history page.",
+)
+@click.option(
     "--wheels-url",
     metavar="URL",
     help="Where the source builds' wheels are published (a PEP 503 index, as `tfbuild index` "
@@ -174,6 +183,7 @@ def compare(
     everything: bool,
     margin: str | None,
     weights: tuple[str, ...],
+    history: bool,
     wheels_url: str | None,
 ) -> None:
     """Rank the configs of one or more results files (RESULTS: files, folders of them, or
@@ -196,11 +206,16 @@ def compare(
     from tfbuild.analysis.gate import gate
     from tfbuild.analysis.host_report import analyse
     from tfbuild.analysis.sessions import load_sessions
-    from tfbuild.files import atomic_write_text
     from tfbuild.report import comparison as views
     from tfbuild.report import ranking as tables
     from tfbuild.report.document import compare_json
 
+    if history:
+        if against or requirements:
+            raise UsageError("--history shows the nights given; --against and --requirements "
+                             "belong to one comparison: run them without --history")  # fmt: skip
+        _write(_history_text(results_paths(results_files, "RESULTS"), fmt), output)
+        return
     chosen_margin = _margin(margin)
     settings = CompareSettings(
         results=results_paths(results_files, "RESULTS"),
@@ -261,11 +276,7 @@ def compare(
 
         text = compare_html(reports)
     if text is not None:
-        if settings.output is not None:
-            atomic_write_text(settings.output, text)
-            click.echo(f"wrote {settings.output}", err=True)
-        else:
-            click.echo(text, nl=False)
+        _write(text, settings.output)
     if verdict is not None:
         click.echo(f"gate: {verdict.compared()}", err=True)
         for note in verdict.notes:
@@ -275,6 +286,33 @@ def compare(
                 f"the regression gate failed against {' '.join(settings.against_given)}, "
                 f"{len(causes)} cause(s):\n" + "\n".join(f"  {c}" for c in causes)
             )
+
+
+def _write(text: str, output: Path | None) -> None:
+    from tfbuild.files import atomic_write_text
+
+    if output is not None:
+        atomic_write_text(output, text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+def _history_text(paths: Sequence[Path], fmt: str) -> str:
+    """`compare --history`: the nights' trend in the format asked."""
+    from tfbuild.analysis.history import nights_by_class
+    from tfbuild.analysis.sessions import load_sessions
+    from tfbuild.report.history import history_html, history_json, history_lines
+
+    by_class = nights_by_class(load_sessions(paths, same_work=False))
+    if fmt == "html":
+        return history_html(by_class)
+    if fmt == "json":
+        return json.dumps(history_json(by_class), indent=2) + "\n"
+    lines = history_lines(by_class)
+    if fmt == "markdown":
+        return "```text\n" + "\n".join(lines).rstrip() + "\n```\n"
+    return "\n".join(lines).rstrip() + "\n"
 
 
 @cli.command()

@@ -4,13 +4,14 @@ pip use, generated from the matrix and the wheel store."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.options import debug_option, json_option, matrix_option
+from tfbuild.cli.options import F, debug_option, json_option, matrix_option
 from tfbuild.cli.planning import machine, read_matrix
 from tfbuild.cli.values import parse_fraction, results_paths
 from tfbuild.errors import BadWheel, StaleOutput, UsageError
@@ -215,14 +216,24 @@ def _under_workflows(path: Path) -> bool:
     return any(parts[i : i + 2] == (".github", "workflows") for i in range(len(parts) - 2))
 
 
+def _results_into(into_help: str) -> Callable[[F], F]:
+    """RESULTS... and --into FOLDER, as `ci keep` and `ci history` take them."""
+
+    def add(f: F) -> F:
+        into = click.option(
+            "--into",
+            type=click.Path(path_type=Path, file_okay=False),
+            required=True,
+            help=into_help,
+        )
+        results = click.argument("results_files", nargs=-1, required=True, metavar="RESULTS...")
+        return results(into(f))
+
+    return add
+
+
 @ci.command()
-@click.argument("results_files", nargs=-1, required=True, metavar="RESULTS...")
-@click.option(
-    "--into",
-    type=click.Path(path_type=Path, file_okay=False),
-    required=True,
-    help="The folder of reference results (one set per machine class).",
-)
+@_results_into("The folder of reference results (one set per machine class).")
 @debug_option
 def keep(results_files: tuple[str, ...], into: Path) -> None:
     """Make these results the reference of their machine class in --into: earlier results of
@@ -235,3 +246,23 @@ def keep(results_files: tuple[str, ...], into: Path) -> None:
         click.echo(f"kept {path}")
     for path in removed:
         click.echo(f"replaced {path}")
+
+
+@ci.command()
+@_results_into(
+    "The folder of reference results: the nights go to its history/ folder, the page to its "
+    "history.html."
+)
+@debug_option
+def history(results_files: tuple[str, ...], into: Path) -> None:
+    """Add these results to the nights kept in --into/history/ (every night, whether its gate
+    passed or not) and write --into/history.html: each config's throughput night by night per
+    machine class and benchmark, the nights where a TensorFlow release or a wheel changed
+    marked (what `tfbuild compare --history` shows). RESULTS: files, folders or quoted
+    patterns."""
+    from tfbuild.ci.keep import record_history
+
+    added, page, nights, classes = record_history(results_paths(results_files, "RESULTS"), into)
+    for path in added:
+        click.echo(f"added {path}")
+    click.echo(f"wrote {page}: {nights} nights of {classes} machine class(es)")

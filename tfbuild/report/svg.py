@@ -99,7 +99,8 @@ class Axis:
 
 def log_ticks(lo: float, hi: float, most: int = 7) -> list[float]:
     """Round numbers (1, 2 and 5 times a power of ten) between lo and hi, at most `most`: only
-    the powers of ten when those are too many, more in-between numbers when too few."""
+    the powers of ten when those are too many, more in-between numbers when too few, and evenly
+    spaced round numbers over a span too short for those."""
     first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
     for mantissas in ((1.0, 2.0, 5.0), (1.0,), (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)):
         ticks = [
@@ -110,7 +111,7 @@ def log_ticks(lo: float, hi: float, most: int = 7) -> list[float]:
         ]
         if 2 <= len(ticks) <= most:
             return ticks
-    return ticks if len(ticks) >= 2 else [lo, hi]
+    return ticks if len(ticks) >= 2 else linear_ticks(lo, hi, most)
 
 
 def linear_ticks(lo: float, hi: float, most: int = 7) -> list[float]:

@@ -141,11 +141,28 @@ def test_artifacts_survive_a_rerun_and_expire(tmp_path: Path) -> None:
         s["with"] for job in flow["jobs"].values() for s in job["steps"]
         if s.get("uses", "").startswith("actions/upload-artifact@")
     ]  # fmt: skip
-    assert len(uploads) == 3
+    assert len(uploads) == 5
     for upload in uploads:
         assert upload["overwrite"] is True and upload["retention-days"] == ARTIFACT_DAYS
         assert upload["if-no-files-found"] == "error"
-    assert {u["path"] for u in uploads} == {"wheels/*/", "results/", "report.html"}
+    assert {u["path"] for u in uploads} == {
+        "wheels/*/", "results/", "report.html", "previous-results/history.html",
+        "previous-results/",
+    }  # fmt: skip
+
+
+def test_the_job_that_may_write_installs_nothing(tmp_path: Path) -> None:
+    """contents: write is the push job's alone, and it runs git on what the compare job
+    uploaded: no checkout, no Python, no install, no tfbuild."""
+    jobs = _built(tmp_path)["jobs"]
+    writers = {n for n, j in jobs.items() if j.get("permissions", {}).get("contents") == "write"}
+    assert writers == {"push"}
+    push = jobs["push"]
+    uses = [s["uses"].split("@")[0] for s in push["steps"] if "uses" in s]
+    assert uses == ["actions/download-artifact"]
+    script = "\n".join(s.get("run", "") for s in push["steps"])
+    assert "git " in script and not {"pip", "python", "tfbuild"} & set(script.split())
+    assert push["if"] == "always() && needs.compare.outputs.recorded == 'true'"
 
 
 @pytest.mark.parametrize(
