@@ -23,7 +23,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 import pytest  # noqa: E402
 from support.cli import RUN_VARIABLE, toy_build, toy_cache  # noqa: E402
 from support.docker import ensure_base_image  # noqa: E402
-from support.env import BASE_IMAGE, REPO, require  # noqa: E402
+from support.env import BASE_IMAGE, LOCK, REPO, require  # noqa: E402
 
 from tfbuild.files import locked  # noqa: E402
 
@@ -116,18 +116,17 @@ def base_image(docker_engine: None) -> str:
 
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tfbuild's own wheel plus every dependency wheel, for offline installs in containers:
-    made once per test run for every worker (the first makes it, the others wait)."""
+    """tfbuild's own wheel plus its dependencies and build backend as the nightly workflow
+    installs them (.github/tfbuild-requirements.txt, every file's sha256 checked by pip), for
+    offline installs in containers: made once per test run for every worker (the first makes
+    it, the others wait)."""
     out = shared(tmp_path_factory, "wheelhouse")
     with locked(out.parent / "wheelhouse.lock"):
         made = out / ".made"
         if not made.exists():
-            subprocess.run(
-                [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(out),
-                 str(REPO)],
-                check=True,
-                timeout=600,
-            )  # fmt: skip
+            wheel = [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(out)]
+            subprocess.run([*wheel, "--require-hashes", "-r", str(LOCK)], check=True, timeout=600)
+            subprocess.run([*wheel, "--no-deps", str(REPO)], check=True, timeout=600)
             made.touch()
     return out
 

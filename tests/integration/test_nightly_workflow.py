@@ -22,7 +22,7 @@ and builds.
 from __future__ import annotations
 
 import json
-import shlex
+import re
 import shutil
 import subprocess
 import sys
@@ -131,7 +131,7 @@ def repository(tmp_path_factory: pytest.TempPathFactory, pinned: str, replay_bas
         proc = run_tfbuild("detect", "--cpuinfo", str(FIXTURES / "cpuinfo" / cpuinfo),
                            "--output", str(out))  # fmt: skip
         assert proc.returncode == 0, proc.stderr
-    common = ["ci", "github", "--matrix", "toy/matrix.yaml"]
+    common = ["ci", "github", "--matrix", "toy/matrix.yaml", "--install", LOCKED]
     for runner in RUNNERS:
         common += ["--bench-runner", runner, "--bench-host", f"{runner}=hosts/{runner}.json"]
     built = ["--build-runner", "builder", "--publish", "pages"]
@@ -226,6 +226,11 @@ def branch_blobs(bare: Path) -> dict[str, str]:
     }
 
 
+LOCKED = (
+    "pip install --require-hashes -r .github/tfbuild-requirements.txt && "
+    "pip install --no-deps --no-build-isolation ."
+)
+"""How the committed nightly installs tfbuild (test_run.py checks the committed file says so)."""
 PUSH = f"The history, and a passing night's reference, for the {RESULTS_BRANCH} branch"
 
 
@@ -277,8 +282,10 @@ def _log(runs: Any) -> str:
 
 
 def test_workflow_secrets_and_installs(repository: Path) -> None:
-    """The secret reaches the build step only; every install is of this repository."""
+    """The secret reaches the build step only; every install is the lock's (hash-checked),
+    then this repository's, with nothing else fetched."""
     flow = workflow(repository)
+    installs = 0
     for job_id, job in flow["jobs"].items():
         assert "secrets." not in json.dumps(job.get("env", {}))
         for step in job["steps"]:
@@ -287,10 +294,12 @@ def test_workflow_secrets_and_installs(repository: Path) -> None:
                 assert "secrets.TFBUILD_BAZEL_REMOTE_HEADER" in json.dumps(step["env"])
             else:
                 assert "secrets." not in text, (job_id, step)
-            for line in str(step.get("run", "")).splitlines():
-                words = shlex.split(line)
-                if words[:2] == ["pip", "install"]:
-                    assert words[2:] == ["."], line
+            run = " ".join(str(step.get("run", "")).split())
+            if run.startswith("pip install"):
+                assert run == LOCKED, (job_id, run)  # the lock, hash-checked; then tfbuild
+                installs += 1
+            assert not re.search(r"pip install (?!--require-hashes|--no-deps)", run), run
+    assert installs == len(flow["jobs"]) - 2  # every job but deploy (no steps) and push
     checker = shutil.which("check-jsonschema")
     assert checker, "pip install '.[test]' provides check-jsonschema"
     valid = subprocess.run(

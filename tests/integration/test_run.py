@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -213,13 +214,31 @@ def test_pip_installs_from_the_generated_index(toy_store: Path, tmp_path: Path) 
     assert version == "1.0.0+avx2.fma"
 
 
+def drift_check(out: str) -> list[str]:
+    """The committed workflow's own drift check (its plan job's step), writing to `out`: the
+    `tfbuild` arguments that regenerate it."""
+    flow = yaml.safe_load(WORKFLOW.read_text())
+    (step,) = [s for s in flow["jobs"]["plan"]["steps"]
+               if s.get("name") == "Check the workflow matches the matrix"]  # fmt: skip
+    line = step["run"].splitlines()[-1]
+    words = shlex.split(line.replace('"${committed%%@*}"', shlex.quote(out)))
+    assert words[:3] == ["tfbuild", "ci", "github"] and words[-1] == "--check", line
+    return words[1:]
+
+
 def test_committed_workflow_is_current_and_valid() -> None:
-    """Regenerated from matrix.yaml it is byte for byte the committed file, and it validates
-    against the GitHub workflow schema."""
+    """Regenerated from matrix.yaml by the command its plan job checks itself with, it is byte
+    for byte the committed file, and it validates against the GitHub workflow schema. Every
+    job installs tfbuild's dependencies from the committed lock, hash-checked, and tfbuild
+    itself with nothing else fetched."""
     relative = str(WORKFLOW.relative_to(REPO))
-    proc = run_tfbuild(
-        "ci", "github", "--install", "pip install .", "--out", relative, "--check", cwd=REPO
+    args = drift_check(relative)
+    install = args[args.index("--install") + 1]
+    assert install == (
+        "pip install --require-hashes -r .github/tfbuild-requirements.txt && "
+        "pip install --no-deps --no-build-isolation ."
     )
+    proc = run_tfbuild(*args, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     checker = shutil.which("check-jsonschema")
     assert checker, "pip install '.[test]' provides check-jsonschema"
@@ -264,9 +283,7 @@ def test_workflow_fanout_is_the_matrix() -> None:
 def test_stale_workflow_is_detected(tmp_path: Path) -> None:
     stale = tmp_path / "wf.yml"
     stale.write_text(WORKFLOW.read_text().replace("avx2-fma", "avx2"))
-    proc = run_tfbuild(
-        "ci", "github", "--install", "pip install .", "--out", str(stale), "--check", cwd=REPO
-    )
+    proc = run_tfbuild(*drift_check(str(stale)), cwd=REPO)
     assert proc.returncode == 13 and "regenerate it" in proc.stderr
 
 

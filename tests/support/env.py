@@ -12,6 +12,8 @@ REPO = Path(__file__).resolve().parent.parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 TOY = FIXTURES / "toy-recipe"
 BASE_IMAGE = "tfbuild/base:bookworm"
+LOCK = REPO / ".github" / "tfbuild-requirements.txt"
+"""What the nightly installs before tfbuild: its dependencies and build backend, hashed."""
 
 
 def in_ci() -> bool:

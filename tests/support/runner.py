@@ -10,7 +10,9 @@ linked onto PATH only when this Debian has it (none that the workflow calls is m
 runner has Docker 28 with an engine of its own), `sudo` is a shim (the container runs as root),
 and
 actions/setup-python is a venv made in the image with tfbuild's dependencies and its build
-backend from wheels (each job's `pip install .` then installs tfbuild itself, offline). The
+backend from wheels of the versions the nightly's lock pins, so each job's hash-checked install
+of the lock finds them there, and its `pip install --no-deps --no-build-isolation .` installs
+tfbuild itself, offline. The
 replay's folders are mounted at the same paths as on this machine, so the bind mounts tfbuild
 asks the engine for (the bazel cache) name folders the engine sees.
 """
@@ -20,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -65,13 +66,9 @@ def runner_image(base_image: str, wheelhouse: Path, work: Path) -> str:
     context = work / "runner-context"
     wheels = context / "wheels"
     wheels.mkdir(parents=True)
-    for wheel in wheelhouse.glob("*.whl"):
+    for wheel in wheelhouse.glob("*.whl"):  # the lock's: tfbuild's dependencies, hatchling
         if not wheel.name.startswith("tfbuild_bench-"):
             shutil.copy2(wheel, wheels / wheel.name)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(wheels), "hatchling"],
-        check=True, timeout=600,
-    )  # fmt: skip
     client = shutil.which("docker")
     assert client is not None, "the docker client is on this machine"
     shutil.copy2(client, context / "docker")

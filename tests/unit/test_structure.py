@@ -333,7 +333,7 @@ def test_the_runtime_interface_does_not_depend_on_its_docker_implementation() ->
     assert "tfbuild.engine" not in graph["tfbuild.runtime.base"]
 
 
-WHOLE = {"test_structure", "test_readme", "test_golden_files", "test_injection"}
+WHOLE = {"test_structure", "test_readme", "test_golden_files", "test_injection", "test_lock"}
 """Unit tests of the repository as a whole, not of one module."""
 
 
