@@ -10,7 +10,7 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
-from support.env import FIXTURES
+from support.env import FIXTURES, REPO
 from support.synthetic import session, write
 from tfbuild.results.codec import to_json
 from tfbuild.results.model import Results
@@ -47,7 +47,10 @@ def night(n: int) -> Results:
             artifact=dataclasses.replace(artifact, sha256=sha),
         )
     info = dataclasses.replace(results.session, started_at=day, updated_at=day, finished_at=day)
-    return dataclasses.replace(results, session=info, runs=runs, variants=variants)
+    source = results.host.source_path  # the same on every checkout: relative to the repository
+    where = str(Path(source).relative_to(REPO)) if source else None
+    host = dataclasses.replace(results.host, source_path=where)
+    return dataclasses.replace(results, session=info, runs=runs, variants=variants, host=host)
 
 
 def nights() -> dict[Path, Results]:
