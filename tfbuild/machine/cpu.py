@@ -1,7 +1,10 @@
 """x86-64 CPU facts: /proc/cpuinfo parsing, psABI levels, safe -march names and build flags.
 
 One model of a CPU, :class:`CpuModel` (a host's, a -march's, the one a build is made for), and
-pure functions over flag sets; the fact tables live in ``data/microarchitectures.yaml``.
+pure functions over flag sets. The named micro-architectures, their -march names and compiler
+releases, and which one a CPU is come from archspec (tfbuild.machine.uarch); what archspec does
+not say (TensorFlow's extensions and their -m options, the x86-64 baseline, which features a
+compiler emits on its own) is in ``data/microarchitectures.yaml``.
 Flags are kept in /proc/cpuinfo spelling (``pni`` for SSE3, ``abm`` for LZCNT); the names users
 write in matrix.yaml (``sse3``, ``avx512_vnni``...) are the keys of :func:`tf_flag_table`.
 """
@@ -13,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfbuild.machine import uarch
 from tfbuild.resources import load_table
 
 LEVEL_NAMES = ("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
@@ -33,9 +37,12 @@ class March:
     flags: frozenset[str]
     """Every cpuinfo flag a compiler may emit code for with this -march (inherited included)."""
     identify: frozenset[str]
+    """The features a CPU must also have to be this target, which a build never needs."""
     gcc: str
     clang: str
     level: int
+    archspec: str = ""
+    """archspec's name for it (zen4 for znver4); empty for a name archspec lacks."""
 
 
 @dataclass(frozen=True)
@@ -79,13 +86,10 @@ def tf_flag_table() -> dict[str, TfFlag]:
 
 @functools.cache
 def level_flags() -> tuple[frozenset[str], ...]:
-    """Cumulative flag sets of levels v1..v4 (index 0 is the x86-64 baseline)."""
-    sets: list[frozenset[str]] = []
-    acc: set[str] = set()
-    for name in LEVEL_NAMES:
-        acc |= set(_table()["levels"][name])
-        sets.append(frozenset(acc))
-    return tuple(sets)
+    """Cumulative flag sets of levels v1..v4 (index 0 is the x86-64 baseline): the baseline,
+    then what archspec's generic targets x86_64_v2..v4 have."""
+    baseline = frozenset(_table()["baseline"])
+    return tuple(baseline | uarch.level_features(n) for n in range(1, len(LEVEL_NAMES) + 1))
 
 
 def isa_level(flags: Iterable[str]) -> int:
@@ -105,27 +109,33 @@ def level_name(level: int) -> str:
 
 @functools.cache
 def marches() -> dict[str, March]:
-    specs: Mapping[str, Any] = _table()["marches"]
-
-    def own_and_inherited(name: str) -> set[str]:
-        spec = specs[name]
-        if "level" in spec:
-            return set(level_flags()[LEVEL_NAMES.index(spec["level"])])
-        inherited = own_and_inherited(spec["inherits"]) if "inherits" in spec else set()
-        return inherited | set(spec.get("flags", ()))
-
-    result = {}
-    for name, spec in specs.items():
-        flags = own_and_inherited(name) | level_flags()[0]
-        result[name] = March(
-            name=name,
-            vendor=spec["vendor"],
-            flags=frozenset(flags),
-            identify=frozenset(spec.get("identify", ())),
-            gcc=str(spec["gcc"]),
-            clang=str(spec["clang"]),
+    """Every -march name tfbuild knows: archspec's x86-64 targets under GCC's names, then the
+    names GCC accepts that archspec has no target for (the table's extra_marches)."""
+    emits = frozenset(_table()["compiler_emits"])
+    also: Mapping[str, list[str]] = _table()["emits_also"]
+    base = level_flags()[0]
+    by_vendor: Mapping[str, str] = _table()["vendors"]
+    result: dict[str, March] = {}
+    for target in uarch.targets().values():
+        gcc_adds = frozenset(f for m in target.lineage for f in also.get(m, ()))
+        flags = (target.features & emits) | gcc_adds | base
+        result[target.march] = March(
+            name=target.march,
+            vendor=by_vendor.get(target.vendor_id, "other") if target.vendor_id else "any",
+            flags=flags,
+            identify=target.features - flags,
+            gcc=target.gcc,
+            clang=target.clang,
             level=isa_level(flags),
+            archspec=target.name,
         )
+    for name, spec in _table()["extra_marches"].items():
+        parent = result[spec["inherits"]]
+        flags = parent.flags | frozenset(spec.get("flags", ()))
+        result[name] = March(
+            name, parent.vendor, flags, parent.identify, str(spec["gcc"]), str(spec["clang"]),
+            isa_level(flags),
+        )  # fmt: skip
     return result
 
 
@@ -284,33 +294,31 @@ class MarchChoice:
 
 
 def closest_march(vendor_id: str, flags: Iterable[str]) -> MarchChoice | None:
-    """The most specific -march name whose code this CPU runs, or None below x86-64.
-
-    A vendor name (haswell, znver4...) is chosen when the CPU has all the extensions it may emit
-    and it is at least as capable as the CPU's psABI level; otherwise the generic x86-64-vN.
-    """
+    """The -march name of the target archspec names this CPU (every feature of that target
+    present), or None below x86-64. A generic x86-64-vN where archspec names no target of the
+    CPU's vendor that it fully has (a hypervisor hiding one feature is enough)."""
     have = frozenset(flags)
     level = isa_level(have)
     if level == 0:
         return None
     generic = level_name(level)
-    vendor = vendor_key(vendor_id)
-    fitting = [
-        m
-        for m in marches().values()
-        if m.vendor == vendor and m.flags <= have and m.identify <= have and m.level >= level
-    ]
-    if not fitting:
-        why = (
-            "no named micro-architecture of this vendor fits its flags"
-            if vendor != "other"
-            else f"vendor {vendor_id or 'unknown'} has no named micro-architectures here"
+    target = uarch.best(vendor_id, have)
+    table = marches()
+    # archspec's target, or the newest it descends from whose every extension GCC may emit for
+    # it (emits_also included) this CPU has.
+    fitting = next(m for m in target.lineage if table[m].flags <= have)
+    if fitting != target.march:
+        target = uarch.targets()[fitting]
+    if not target.vendor_id:
+        return MarchChoice(
+            target.march,
+            f"psABI level {generic}; archspec {uarch.VERSION} names no "
+            f"{vendor_id or 'unknown vendor'} target whose every feature this CPU has",
         )
-        return MarchChoice(generic, f"psABI level {generic}; {why}")
-    best = max(fitting, key=lambda m: (len(m.flags), len(m.identify)))
     return MarchChoice(
-        best.name,
-        f"every extension -march={best.name} may emit is present (psABI level {generic})",
+        target.march,
+        f"archspec {uarch.VERSION} names this CPU {target.name}: it has every feature of that "
+        f"target (psABI level {generic})",
     )
 
 

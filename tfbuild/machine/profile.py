@@ -17,7 +17,7 @@ from tfbuild import __version__
 from tfbuild.engine import DockerInfo
 from tfbuild.errors import HostProfileError
 from tfbuild.jsonrecords import record
-from tfbuild.machine import cpu
+from tfbuild.machine import cpu, uarch
 
 SCHEMA = "tfbuild.host/1"
 T = TypeVar("T")
@@ -222,7 +222,8 @@ def recommend(
         spec = cpu.marches().get(march.name)
         if spec is not None and spec.vendor != "any":
             notes.append(
-                f"-march={march.name} needs GCC >= {spec.gcc} or Clang >= {spec.clang}; "
+                f"-march={march.name} needs GCC >= {spec.gcc} or Clang >= {spec.clang} "
+                f"(archspec {uarch.VERSION}); "
                 f"-march={cpu.level_name(spec.level)} is the portable equivalent"
             )
     notes.append(

@@ -26,8 +26,9 @@ V2 = {"cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3"}
 SSE42 = {"pni", "ssse3", "sse4_1", "sse4_2", "popcnt"}
 HASWELL = {
     *BASELINE, *V2, "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave",
-    "pclmulqdq",
+    "pclmulqdq", "aes",
 }  # fmt: skip
+"""-march=haswell: archspec's Haswell (AES from its Westmere on) and what GCC emits for it."""
 
 
 def host(name: str) -> HostProfile:
@@ -55,7 +56,7 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...], set[str], tuple[str, ...
         "march-sandybridge",
         {"march": "sandybridge"},
         ("-march=sandybridge", "-mf16c"),
-        {*BASELINE, *V2, "avx", "f16c", "pclmulqdq", "xsave"},
+        {*BASELINE, *V2, "avx", "f16c", "pclmulqdq", "aes", "xsave"},
         ("f16c",),
     ),
     (
@@ -83,7 +84,7 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, ...], set[str], tuple[str, ...
         "names-and-a-level",
         {"cpu_flags": ("avx512f",), "march": "x86-64-v3"},
         ("-mavx512f", "-march=x86-64-v3"),
-        HASWELL - {"pclmulqdq"} | {"avx512f"},
+        HASWELL - {"pclmulqdq", "aes"} | {"avx512f"},
         (),
     ),
     (
