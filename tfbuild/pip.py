@@ -7,6 +7,8 @@ PIP_* variables) applies unless matrix.yaml sets index settings of its own.
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import json
 import os
 import re
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
+from packaging.version import Version
 
 from tfbuild.config.model import PipSettings
 from tfbuild.errors import InstallError
@@ -64,7 +67,7 @@ def tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
 def _pip(
     python: str | Path, args: Sequence[str], log: Path | None, what: str, timeout: float = 3600
 ) -> str:
-    argv = [str(python), "-m", "pip", "--disable-pip-version-check", "--no-input", *args]
+    argv = [*_runner(python), "--disable-pip-version-check", "--no-input", *args]
     proc = subprocess.run(
         argv,
         capture_output=True,
@@ -185,18 +188,34 @@ def download(
     return final
 
 
+@functools.cache
+def _host_pip_runs_others() -> bool:
+    """Whether this process's pip can install into another environment (`pip --python`, pip
+    22.3 and later): a venv made for it then needs no pip of its own."""
+    try:
+        version = importlib.metadata.version("pip")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return Version(version) >= Version("22.3")
+
+
 def create_venv(python: str | Path, path: Path) -> Path:
-    """A fresh virtual environment at `path`; returns its interpreter."""
-    proc = subprocess.run(
-        [str(python), "-m", "venv", "--clear", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    """A fresh virtual environment at `path`; returns its interpreter. Without pip of its own
+    where this process's pip can install into it (ensurepip takes seconds of CPU per venv)."""
+    bare = ["--without-pip"] if _host_pip_runs_others() else []
+    argv = [str(python), "-m", "venv", "--clear", *bare, str(path)]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=300)
     if proc.returncode != 0:
         raise InstallError(f"creating a venv at {path} failed:\n{tail(proc.stderr)}")
     return path / "bin" / "python"
+
+
+def _runner(python: str | Path) -> list[str]:
+    """How pip is run for the environment of `python`: this process's pip pointed at it, or the
+    environment's own."""
+    if str(python) != sys.executable and _host_pip_runs_others():
+        return [sys.executable, "-m", "pip", "--python", str(python)]
+    return [str(python), "-m", "pip"]
 
 
 REPORT = "pip-report.json"

@@ -93,15 +93,15 @@ class LocalVenv(RuntimeEnv):
             return False
         if recorded.get("key") != self.key or not self.interpreter.exists():
             return False
-        # bin/pip runs through its shebang: a moved or half-deleted venv fails here.
+        # The interpreter runs from where the venv stands: a moved or half-deleted one fails.
         try:
             check = subprocess.run(
-                [str(self.path / "bin" / "pip"), "--version"],
+                [str(self.interpreter), "-c", "import sys; print(sys.prefix)"],
                 capture_output=True, text=True, check=False, timeout=120,
             )  # fmt: skip
-        except OSError:  # no bin/pip, or its shebang names an interpreter that is gone
+        except OSError:  # no bin/python, or the interpreter it links to is gone
             return False
-        return check.returncode == 0 and str(self.path) in check.stdout
+        return check.returncode == 0 and check.stdout.strip() == str(self.path)
 
     def prepare(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
