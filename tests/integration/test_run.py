@@ -115,9 +115,15 @@ def test_run_in_json_and_the_config_to_use_installed_hash_checked_as_measured(
     whole runtime of the config to use: every package pip installed into it, pinned to the
     file's sha256 pip reported, as 'use this' (the terminal's and the HTML report's) says;
     `pip install --require-hashes -r` of it into a fresh venv imports the numpy and keras the
-    session recorded."""
+    session recorded. (The default matrix's baseline alone, on one benchmark for two rounds:
+    what is checked here is what `run` says and writes, not the suite.)"""
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
+        "suite: {benchmarks: [matmul-pinned]}\n"
+    )
     proc = run_tfbuild(
-        "run", "--quick", "--budget", "5s", "--runtime", "local", "--only", "stock:default",
+        "run", "--matrix", str(matrix), "--rounds", "2", "--runtime", "local",
         "--store", str(tf_workspace / "wheels"), "--cache-dir", str(tf_workspace / "cache"),
         "--results", str(tmp_path / "results"), "--format", "json",
         cwd=REPO, timeout=1800,
