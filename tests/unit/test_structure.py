@@ -389,11 +389,6 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         "base-image",
         "makes an image on a real engine",
     ),
-    "tfbuild.build.stage": (
-        "tests/integration/test_build.py",
-        "tfbuild.build.stage",
-        "builds with bazel on a real engine",
-    ),
     "tfbuild.ci.actions": (
         "tests/unit/ci/test_workflow.py",
         "tfbuild.ci.actions",

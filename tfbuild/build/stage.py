@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -285,14 +285,29 @@ def build_plan_lines(
 def left_out_message(variants: Sequence[PlannedVariant], plan: Plan, store: WheelStore) -> str:
     """The source builds a run leaves out (not in the store), with how to build them and how
     long that takes here."""
-    found = estimates(variants, plan, store)
-    names = [pv.variant.name for pv in variants]
-    each = "; ".join(f"{name}: {e.describe()}" for name, e in found.items())
+    return left_out(estimates(variants, plan, store))
+
+
+def left_out(found: Mapping[str, BuildEstimate]) -> str:
+    """What a run says of the source builds it leaves out: that it builds only when asked, the
+    command that builds them, and each estimate once, naming every build it is the estimate of
+    (five builds for one recipe on one machine share one), then the total."""
+    names = list(found)
+    builds: dict[str, list[str]] = {}
+    for name, e in found.items():
+        builds.setdefault(e.describe(), []).append(name)
+    said = " ".join(
+        f"{', '.join(these)}: {'each ' if len(these) > 1 else ''}{text}."
+        for text, these in builds.items()
+    )
+    if len(names) > 1:
+        total = rough(sum(e.seconds for e in found.values()))
+        said += f" In all about {total}, one after another."
     command = "tfbuild build " + " ".join(f"--variant {n}" for n in names)
     return (
         f"Left out the source build{'s' if len(names) > 1 else ''} {', '.join(names)}: "
         f"{'they are' if len(names) > 1 else 'it is'} not in the store, and a run builds only "
-        f"when asked (--build). To build: `{command}` ({each}); then run again."
+        f"when asked (--build). To build: `{command}`, then run again. {said}"
     )
 
 
