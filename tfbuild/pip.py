@@ -7,12 +7,14 @@ PIP_* variables) applies unless matrix.yaml sets index settings of its own.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -68,15 +70,19 @@ def _pip(
     python: str | Path, args: Sequence[str], log: Path | None, what: str, timeout: float = 3600
 ) -> str:
     argv = [*_runner(python), "--disable-pip-version-check", "--no-input", *args]
-    proc = subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env={**os.environ, "PIP_PROGRESS_BAR": "off"},
-    )
-    output = f"+ {' '.join(argv)}\n{proc.stdout}\n{proc.stderr}"
+    # Its own session, stopped whole: pip --python runs the install in a child of its own.
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PIP_PROGRESS_BAR": "off"}, start_new_session=True,
+    )  # fmt: skip
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except BaseException:  # a time limit, Ctrl-C, SIGTERM: nothing of pip's goes on writing
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    output = f"+ {' '.join(argv)}\n{stdout}\n{stderr}"
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("a", encoding="utf-8") as fh:
@@ -84,7 +90,7 @@ def _pip(
     if proc.returncode != 0:
         where = f"\nfull log: {log}" if log else ""
         raise InstallError(f"{what} failed (pip exit {proc.returncode}):\n{tail(output)}{where}")
-    return proc.stdout
+    return stdout
 
 
 _NO_MATCH = re.compile(
@@ -188,21 +194,36 @@ def download(
     return final
 
 
+def _real(python: str | Path) -> str:
+    """The file an interpreter (a path, or a name on PATH) finally is, links followed."""
+    return os.path.realpath(shutil.which(str(python)) or str(python))
+
+
 @functools.cache
-def _host_pip_runs_others() -> bool:
-    """Whether this process's pip can install into another environment (`pip --python`, pip
-    22.3 and later): a venv made for it then needs no pip of its own."""
+def _this_pip_serves() -> str | None:
+    """The interpreter this process's pip can install for besides its own environment (`pip
+    --python`, pip 22.3 and later): the one running tfbuild, whose venvs share its Python (pip
+    runs inside the target interpreter, so only a Python it supports can take it); None
+    without such a pip."""
     try:
         version = importlib.metadata.version("pip")
     except importlib.metadata.PackageNotFoundError:
-        return False
-    return Version(version) >= Version("22.3")
+        return None
+    if Version(version) < Version("22.3"):
+        return None
+    return _real(getattr(sys, "_base_executable", sys.executable))
+
+
+def _shares_pip(python: str | Path) -> bool:
+    """Whether a venv of `python` (or its interpreter) is installed into by this process's pip
+    rather than one of its own."""
+    return _this_pip_serves() is not None and _real(python) == _this_pip_serves()
 
 
 def create_venv(python: str | Path, path: Path) -> Path:
     """A fresh virtual environment at `path`; returns its interpreter. Without pip of its own
-    where this process's pip can install into it (ensurepip takes seconds of CPU per venv)."""
-    bare = ["--without-pip"] if _host_pip_runs_others() else []
+    where this process's pip installs into it (ensurepip takes seconds of CPU per venv)."""
+    bare = ["--without-pip"] if _shares_pip(python) else []
     argv = [str(python), "-m", "venv", "--clear", *bare, str(path)]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=300)
     if proc.returncode != 0:
@@ -213,7 +234,7 @@ def create_venv(python: str | Path, path: Path) -> Path:
 def _runner(python: str | Path) -> list[str]:
     """How pip is run for the environment of `python`: this process's pip pointed at it, or the
     environment's own."""
-    if str(python) != sys.executable and _host_pip_runs_others():
+    if str(python) != sys.executable and _shares_pip(python):
         return [sys.executable, "-m", "pip", "--python", str(python)]
     return [str(python), "-m", "pip"]
 

@@ -302,7 +302,8 @@ def left_out(found: Mapping[str, BuildEstimate]) -> str:
     )
     if len(names) > 1:
         total = rough(sum(e.seconds for e in found.values()))
-        said += f" In all about {total}, one after another."
+        more = " or more (CUDA)" if any(e.cuda for e in found.values()) else ""
+        said += f" In all about {total}{more}, one after another."
     command = "tfbuild build " + " ".join(f"--variant {n}" for n in names)
     return (
         f"Left out the source build{'s' if len(names) > 1 else ''} {', '.join(names)}: "

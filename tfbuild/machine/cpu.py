@@ -302,13 +302,20 @@ def closest_march(vendor_id: str, flags: Iterable[str]) -> MarchChoice | None:
     if level == 0:
         return None
     generic = level_name(level)
-    target = uarch.best(vendor_id, have)
+    named = uarch.best(vendor_id, have)
     table = marches()
-    # archspec's target, or the newest it descends from whose every extension GCC may emit for
-    # it (emits_also included) this CPU has.
-    fitting = next(m for m in target.lineage if table[m].flags <= have)
-    if fitting != target.march:
-        target = uarch.targets()[fitting]
+    # archspec's target, or the most capable one it descends from whose every extension GCC
+    # may emit for it (emits_also included) this CPU has.
+    fitting = next(m for m in named.lineage if table[m].flags <= have)
+    target = uarch.targets()[fitting]
+    if fitting != named.march:
+        lacking = ", ".join(display_name(f) for f in missing_flags(table[named.march].flags, have))
+        return MarchChoice(
+            target.march,
+            f"archspec {uarch.VERSION} names this CPU {named.name}, but GCC's "
+            f"-march={named.march} may emit {lacking}, which it lacks: {target.march} is the "
+            f"most capable target it descends from that this CPU runs (psABI level {generic})",
+        )
     if not target.vendor_id:
         return MarchChoice(
             target.march,

@@ -41,7 +41,7 @@ class Microarch:
     """The first GCC release whose -march accepts `march`."""
     clang: str
     lineage: tuple[str, ...] = ()
-    """The -march names of it and of every target it descends from, newest first."""
+    """The -march names of it and of every target it descends from, most capable first."""
 
 
 def _cpuinfo(features: Iterable[str]) -> frozenset[str]:
@@ -64,6 +64,12 @@ def _newest(t: archspec.cpu.Microarchitecture) -> tuple[int, int]:
     return len(t.ancestors), len(t.features)
 
 
+def _capable(t: archspec.cpu.Microarchitecture) -> tuple[int, int]:
+    """Ancestors by what they have: more features first (a generic x86-64-v3 before a Nehalem,
+    though the Nehalem is deeper in the tree), then deeper."""
+    return len(t.features), len(t.ancestors)
+
+
 def _x86_64(target: archspec.cpu.Microarchitecture) -> bool:
     root = archspec.cpu.TARGETS[LEVELS[0]]
     return target == root or root in target.ancestors
@@ -80,7 +86,7 @@ def targets() -> dict[str, Microarch]:
         _, clang = _first_release(target, "clang")
         if not march:
             continue
-        line = sorted([target, *target.ancestors], key=_newest, reverse=True)
+        line = sorted([target, *target.ancestors], key=_capable, reverse=True)
         found[march] = Microarch(
             name=target.name,
             march=march,
@@ -99,10 +105,12 @@ def level_features(level: int) -> frozenset[str]:
 
 
 def best(vendor_id: str, flags: Iterable[str]) -> Microarch:
-    """The target archspec names a CPU with this vendor and these /proc/cpuinfo flags, as its
-    `archspec.cpu.host()` names the machine it runs on: the newest target of that vendor whose
-    every feature the CPU has, descended from the best generic level it reaches; that level
-    when there is none."""
+    """The target archspec names a CPU with this vendor and these /proc/cpuinfo flags, by the
+    rule its `archspec.cpu.host()` names the machine it runs on: the newest target of that
+    vendor whose every feature the CPU has, descended from the best generic level it reaches;
+    that level when there is none. One difference: cpuinfo's pni counts as archspec's sse3
+    (archspec infers SSE3 only from SSSE3), so a CPU with SSE3 and no SSSE3 can be a Nocona.
+    archspec has no targets for vendors other than Intel and AMD (a Hygon CPU is a level)."""
     features = set(flags) | ({"sse3"} if "pni" in flags else set())
     info = detect.partial_uarch(vendor=vendor_id, features=features)
     fits = [

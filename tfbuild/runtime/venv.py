@@ -101,7 +101,10 @@ class LocalVenv(RuntimeEnv):
             )  # fmt: skip
         except OSError:  # no bin/python, or the interpreter it links to is gone
             return False
-        return check.returncode == 0 and check.stdout.strip() == str(self.path)
+        prefix = check.stdout.strip()
+        return (
+            check.returncode == 0 and bool(prefix) and Path(prefix).resolve() == self.path.resolve()
+        )
 
     def prepare(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)

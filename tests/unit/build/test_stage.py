@@ -40,3 +40,11 @@ def test_one_build_left_out() -> None:
         f"{_model('mkl', 18).describe()}."
     )
     assert "about 18 h" in said and "each" not in said and "In all" not in said
+
+
+def test_a_total_of_cuda_builds_is_a_floor() -> None:
+    """A CUDA build's estimate is a floor ("or more"): so is a total with one in it."""
+    cuda = BuildEstimate("gpu", 18 * 3600, "model", 2, 6.2, 24.0, cuda=True)
+    said = left_out({"gpu": cuda, "mkl": _model("mkl", 18)})
+    assert "gpu: about 18 h or more (CUDA)" in said
+    assert said.endswith(" In all about 36 h or more (CUDA), one after another.")

@@ -113,3 +113,19 @@ def test_the_levels_are_archspecs_generic_targets() -> None:
     assert v4 - v3 == {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
     assert "pni" in v2 and "sse3" not in v2  # in /proc/cpuinfo's spelling
     assert uarch.level_features(1) == frozenset() and v1 == frozenset(cpu._table()["baseline"])
+
+
+def test_a_cpu_lacking_what_gcc_emits_for_its_target_gets_the_most_capable_ancestor() -> None:
+    """An EPYC 9654 whose hypervisor hides SHA: archspec still names it zen4 (SHA is not among
+    its features), but GCC's -march=znver4 may emit SHA, so the choice is the most capable
+    target zen4 descends from that the CPU runs, x86-64-v4 (every Zen has SHA for GCC), and
+    the reason says so; a generic level comes before an older named CPU in that order."""
+    info = cpu.parse_cpuinfo((FIXTURES / "cpuinfo" / "zen4-epyc-9654.cpuinfo").read_text())
+    hidden = info.flags - {"sha_ni"}
+    assert uarch.best(info.vendor_id, hidden).name == "zen4"
+    choice = cpu.closest_march(info.vendor_id, hidden)
+    assert choice is not None and choice.name == "x86-64-v4"
+    assert "names this CPU zen4, but GCC's -march=znver4 may emit SHA_NI" in choice.reason
+    assert cpu.marches()[choice.name].flags <= hidden
+    lineage = uarch.targets()["arrowlake-s"].lineage
+    assert lineage.index("x86-64-v3") < lineage.index("nehalem")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -51,11 +52,36 @@ def test_a_venv_works_where_it_stands_and_a_broken_one_is_redone(tmp_path: Path)
     python.symlink_to(tmp_path / "gone" / "python3")
     assert venv.prepare() is True
     assert python.resolve().exists()
+
     probe = subprocess.run(
         [str(venv.interpreter), "-c", "import tfbuild_venv_probe as p; print(p.VERSION)"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert probe.stdout.strip() == "1.0"
+
+
+def test_a_venv_under_a_relative_cache_folder_is_found_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--cache-dir given as a relative path (or one through ..): the venv made there is ready
+    the next time, not made again (its interpreter reports an absolute, resolved prefix)."""
+    monkeypatch.chdir(tmp_path)
+    wheel = pure_wheel(tmp_path, "tfbuild_venv_probe", "1.0", [])
+    artifact = Artifact("probe", wheel, hashlib.sha256(wheel.read_bytes()).hexdigest(), (), None)
+    (tmp_path / "sub").mkdir()
+    for cache in (Path("cache"), Path("sub") / ".." / "cache"):
+        venv = LocalVenv(artifact, cache, PipSettings("inherit", "inherit", "inherit", ()))
+        assert venv.prepare() is (cache == Path("cache")), cache
+
+
+def test_only_a_venv_of_tfbuilds_own_python_is_served_by_its_pip(tmp_path: Path) -> None:
+    """pip --python runs tfbuild's pip inside the venv's interpreter, which must be a Python
+    that pip supports: only venvs of the interpreter running tfbuild (links followed) go
+    without pip of their own."""
+    link = tmp_path / "python-link"
+    link.symlink_to(os.path.realpath(sys.executable))
+    assert pip._shares_pip(link) and pip._shares_pip(sys.executable)
+    assert not pip._shares_pip(tmp_path / "python3.6")
 
 
 INHERIT = PipSettings("inherit", "inherit", "inherit", ())
