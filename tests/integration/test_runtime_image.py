@@ -152,13 +152,29 @@ def test_index_credentials_never_reach_the_runtime_image(
 
 def test_the_runtime_image_uses_the_wheels_python(base_image: str, tmp_path: Path) -> None:
     """The install script makes the venv from the wheel's CPython: a cp311 wheel installs on the
-    Debian bookworm base (Python 3.11); a cp312 one is refused with the versions named."""
+    Debian bookworm base (Python 3.11); a cp312 one is refused with the versions named. Two
+    sessions asking for the same image at once install it once."""
     ok_wheel = tagged_wheel(tmp_path, "tfbuild_py311_probe", "cp311-none-any")
     bad_wheel = tagged_wheel(tmp_path, "tfbuild_py312_probe", "cp312-none-any")
 
-    good = docker_runtime(ok_wheel, base_image, tmp_path / "logs")
-    assert good.prepare() is True and good.image is not None
+    # Two sessions making the same image at once: one installs, the other waits and uses it.
+    both = [docker_runtime(ok_wheel, base_image, tmp_path / "logs") for _ in range(2)]
+    start = threading.Barrier(2)
+    made: list[bool] = []
+
+    def prepare(runtime: DockerRuntime) -> None:
+        start.wait()
+        made.append(runtime.prepare())
+
+    threads = [threading.Thread(target=prepare, args=(r,)) for r in both]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    good = both[0]
+    assert sorted(made) == [False, True] and good.image is not None and good.image == both[1].image
     try:
+        assert both[0].packages == both[1].packages
         assert in_image(good.image, "import tfbuild_py311_probe as p; print(p.PYTHON)") == "3.11"
     finally:
         engine.client().images.remove(good.image, force=True)

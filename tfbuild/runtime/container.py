@@ -19,7 +19,7 @@ from tfbuild import engine, pip, wheelfile
 from tfbuild.build.render import render_runtime
 from tfbuild.config.model import PipSettings
 from tfbuild.errors import InstallError
-from tfbuild.files import digest, tar_of
+from tfbuild.files import digest, locked, tar_of
 from tfbuild.runtime.base import (
     BASE_ENV,
     PAYLOAD,
@@ -236,14 +236,24 @@ class DockerRuntime(RuntimeEnv):
         ca = settings.ca_bundle.read_bytes() if settings.ca_bundle is not None else b""
         index = {name: _redacted(value) for name, value in settings.env.items()}
         key = digest(script, base["id"], sorted(self.artifact.constraints), index, ca.hex())[:10]
-        tag = f"tfbuild/runtime:{self.artifact.sha256[:16]}-{key}"
-        self.image = tag
-        existing = engine.image_info(tag)
-        if existing is not None:
-            if existing["labels"].get("org.tfbuild.wheel-sha256") == self.artifact.sha256:
-                self.packages = self._installed(tag)
-                return False
-            engine.remove_image(tag)  # not this wheel: never reused
+        stem = f"{self.artifact.sha256[:16]}-{key}"
+        tag = self.image = f"tfbuild/runtime:{stem}"
+        # One install per image: a session that finds another one on this machine installing
+        # the same image waits for it, then uses what it made.
+        with locked(self.log_dir / f".runtime-{stem}.lock"):
+            existing = engine.image_info(tag)
+            if existing is not None:
+                if existing["labels"].get("org.tfbuild.wheel-sha256") == self.artifact.sha256:
+                    self.packages = self._installed(tag)
+                    return False
+                engine.remove_image(tag)  # not this wheel: never reused
+            self._install(tag, stem, settings, script, ca)
+        return True
+
+    def _install(
+        self, tag: str, stem: str, settings: pip.ContainerPip, script: str, ca: bytes
+    ) -> None:
+        """Install the wheel into a container of the base image and commit it as `tag`."""
         # A tar on disk, streamed to the engine: a TensorFlow wheel is hundreds of megabytes.
         inputs = engine.Context()
         inputs.add_path(f"tfbuild-install/wheel/{self.artifact.wheel.name}", self.artifact.wheel)
@@ -254,7 +264,7 @@ class DockerRuntime(RuntimeEnv):
         inputs.add_text("tfbuild-install/pip.conf", _pip_conf(settings.env, bool(ca)))
         if ca:
             inputs.add_bytes("tfbuild-install/ca-bundle.pem", ca)
-        log_path = self.log_dir / f"runtime-{self.artifact.sha256[:16]}-{key}.log"
+        log_path = self.log_dir / f"runtime-{stem}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         lines: list[str] = []
         with log_path.open("w", encoding="utf-8") as fh:
@@ -294,7 +304,6 @@ class DockerRuntime(RuntimeEnv):
                         'CMD ["/opt/tf/bin/python"]',
                     ],
                 )
-        return True
 
     def run(
         self,
