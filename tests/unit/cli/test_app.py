@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -201,3 +202,23 @@ def test_color_is_chosen_with_color_before_or_after_the_command(
     assert code == 0 and not COLOUR.search(plain)
     code, plain = on_terminal("matrix", "--color", "never")
     assert code == 0 and not COLOUR.search(plain)
+
+
+@pytest.mark.parametrize("users", [None, "3"])
+def test_tfbuilds_numpy_has_one_blas_thread_and_what_it_starts_the_users_setting(
+    users: str | None,
+) -> None:
+    """The command line loads numpy with OpenBLAS on one thread (it starts one per CPU when
+    loaded: 0.13 CPU-seconds of every command on two CPUs), then puts the environment back as
+    the user had it, for pip and the benchmark processes it starts. (On a one-CPU machine
+    OpenBLAS starts no thread either way.)"""
+    probe = (
+        "import os, tfbuild.cli\n"
+        "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if users is not None:
+        env["OPENBLAS_NUM_THREADS"] = users
+    run = [sys.executable, "-c", probe]
+    proc = subprocess.run(run, capture_output=True, text=True, env=env, check=False)
+    assert proc.stdout.split() == ["1", str(users)], proc.stderr
