@@ -369,9 +369,44 @@ def digamma(x: float | np.ndarray) -> np.ndarray:
     return result
 
 
+def _trigamma1(x: float) -> float:
+    """trigamma of one number: the same operations, in the same order, as the array path."""
+    out = 0.0
+    while x < 6.0:
+        out += 1.0 / (x * x)
+        x += 1.0
+    f = 1.0 / (x * x)
+    return out + 1.0 / x + f / 2.0 + f / x * (1 / 6 - f * (1 / 30 - f * (1 / 42 - f / 30)))
+
+
+def _tetragamma1(x: float) -> float:
+    """tetragamma of one number: the same operations, in the same order, as the array path."""
+    out = 0.0
+    while x < 6.0:
+        out -= 2.0 / (x * x * x)
+        x += 1.0
+    f = 1.0 / (x * x)
+    return out - f * (
+        1.0 + 1.0 / x + f * (0.5 - f * (1 / 6 - f * (1 / 6 - f * (3 / 10 - f * 5 / 6))))
+    )
+
+
+def _one_by_one(x: np.ndarray, of_one: Callable[[float], float]) -> np.ndarray | None:
+    """`of_one` of each element of a small array (the statistics ask for one or a few values at
+    a time, where a dozen array operations cost more than the arithmetic); None for a large
+    one, or one with a value so small or large that a square of it overflows."""
+    if x.size > 4 or not np.all((x > 1e-100) & (x < 1e100)):
+        return None
+    values = np.array([of_one(v) for v in x.ravel().tolist()]).reshape(x.shape)
+    return values if x.ndim else values[()]
+
+
 def trigamma(x: float | np.ndarray) -> np.ndarray:
     """psi'(x) for x > 0, elementwise (recurrence up to 6, then the asymptotic series)."""
     x = np.array(x, dtype=float)
+    small = _one_by_one(x, _trigamma1)
+    if small is not None:
+        return small
     out = np.zeros_like(x)
     for _ in range(6):
         small = x < 6.0
@@ -387,6 +422,9 @@ def trigamma(x: float | np.ndarray) -> np.ndarray:
 def tetragamma(x: float | np.ndarray) -> np.ndarray:
     """psi''(x) for x > 0, elementwise (recurrence up to 6, then the asymptotic series)."""
     x = np.array(x, dtype=float)
+    small = _one_by_one(x, _tetragamma1)
+    if small is not None:
+        return small
     out = np.zeros_like(x)
     for _ in range(6):
         small = x < 6.0

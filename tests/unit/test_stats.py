@@ -125,6 +125,22 @@ def test_digamma_and_trigamma_match_scipy() -> None:
     np.testing.assert_allclose(stats.trigamma(xs), scipy.special.polygamma(1, xs), rtol=1e-9)
 
 
+def test_one_value_at_a_time_is_bit_for_bit_the_array_path() -> None:
+    """trigamma and tetragamma of one or a few values (what the statistics ask for most) take
+    a path of their own: it gives the very bits the array path gives, so a committed run of
+    simulated sessions reproduces to the count."""
+    rng = np.random.default_rng(7)
+    edges = [0.5, 1.0, 5.999999, 6.0, 1e-99, 1e99]
+    drawn = [rng.uniform(1e-6, 1.0, 2000), rng.uniform(0.0, 10.0, 2000), rng.lognormal(0, 4, 2000)]
+    xs = np.concatenate([*drawn, edges])
+    for function in (stats.trigamma, stats.tetragamma):
+        whole = function(xs)  # more than a few values: the array path
+        one = np.array([function(x) for x in xs])
+        pairs = np.concatenate([function(xs[i : i + 2]) for i in range(0, len(xs), 2)])
+        assert np.array_equal(whole, one) and np.array_equal(whole, pairs), function
+        assert isinstance(function(2.5), np.floating) and function(np.ones((1, 2))).shape == (1, 2)
+
+
 def test_trigamma_inverse_inverts_scipys_trigamma() -> None:
     xs = np.geomspace(1e-3, 1e4, 300)
     np.testing.assert_allclose(
