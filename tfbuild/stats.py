@@ -12,6 +12,7 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 
@@ -369,14 +370,31 @@ def digamma(x: float | np.ndarray) -> np.ndarray:
     return result
 
 
+Real = float | np.ndarray
+"""A float, or an array of them: the series below are the same operations on either."""
+
+
+def _trigamma_series(out: Real, x: Real) -> Real:
+    """trigamma once the recurrence has taken x to 6 or more (`out`: what it added)."""
+    f = 1.0 / (x * x)
+    return out + 1.0 / x + f / 2.0 + f / x * (1 / 6 - f * (1 / 30 - f * (1 / 42 - f / 30)))
+
+
+def _tetragamma_series(out: Real, x: Real) -> Real:
+    """tetragamma once the recurrence has taken x to 6 or more (`out`: what it added)."""
+    f = 1.0 / (x * x)
+    return out - f * (
+        1.0 + 1.0 / x + f * (0.5 - f * (1 / 6 - f * (1 / 6 - f * (3 / 10 - f * 5 / 6))))
+    )
+
+
 def _trigamma1(x: float) -> float:
     """trigamma of one number: the same operations, in the same order, as the array path."""
     out = 0.0
     while x < 6.0:
         out += 1.0 / (x * x)
         x += 1.0
-    f = 1.0 / (x * x)
-    return out + 1.0 / x + f / 2.0 + f / x * (1 / 6 - f * (1 / 30 - f * (1 / 42 - f / 30)))
+    return float(_trigamma_series(out, x))
 
 
 def _tetragamma1(x: float) -> float:
@@ -385,10 +403,7 @@ def _tetragamma1(x: float) -> float:
     while x < 6.0:
         out -= 2.0 / (x * x * x)
         x += 1.0
-    f = 1.0 / (x * x)
-    return out - f * (
-        1.0 + 1.0 / x + f * (0.5 - f * (1 / 6 - f * (1 / 6 - f * (3 / 10 - f * 5 / 6))))
-    )
+    return float(_tetragamma_series(out, x))
 
 
 def _one_by_one(x: np.ndarray, of_one: Callable[[float], float]) -> np.ndarray | None:
@@ -412,11 +427,7 @@ def trigamma(x: float | np.ndarray) -> np.ndarray:
         small = x < 6.0
         out += np.where(small, 1.0 / (x * x), 0.0)
         x = np.where(small, x + 1.0, x)
-    f = 1.0 / (x * x)
-    result: np.ndarray = (
-        out + 1.0 / x + f / 2.0 + f / x * (1 / 6 - f * (1 / 30 - f * (1 / 42 - f / 30)))
-    )
-    return result
+    return cast(np.ndarray, _trigamma_series(out, x))
 
 
 def tetragamma(x: float | np.ndarray) -> np.ndarray:
@@ -430,11 +441,7 @@ def tetragamma(x: float | np.ndarray) -> np.ndarray:
         small = x < 6.0
         out -= np.where(small, 2.0 / (x * x * x), 0.0)
         x = np.where(small, x + 1.0, x)
-    f = 1.0 / (x * x)
-    result: np.ndarray = out - f * (
-        1.0 + 1.0 / x + f * (0.5 - f * (1 / 6 - f * (1 / 6 - f * (3 / 10 - f * 5 / 6))))
-    )
-    return result
+    return cast(np.ndarray, _tetragamma_series(out, x))
 
 
 def trigamma_inverse(y: np.ndarray) -> np.ndarray:
