@@ -41,7 +41,7 @@ SECONDS = {
     "test_build.py": 380,
     "test_nightly_workflow.py": 375,
     "test_isa_emulation.py": 255,
-    "test_remote_engine.py": 220,
+    "test_remote_engine.py": 60,
     "test_answer.py": 100,
     "test_cuda_inspect.py": 80,
     "test_runtime_image.py": 75,

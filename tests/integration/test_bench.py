@@ -1,4 +1,5 @@
-"""`tfbuild bench` end to end with real TensorFlow wheels from the package index."""
+"""`tfbuild bench` end to end with real TensorFlow wheels from the package index (the session
+killed and resumed, which tests the engine alone, on the stand-in: support/standin_tf.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 from support.cext import build_wheel, init_disassembly, instruction_this_cpu_lacks, numpy1_wheel
 from support.cli import run_tfbuild
 from support.docker import containers, inspected
+from support.standin_tf import standin_wheel
 
 from tfbuild.resources import data_path
 from tfbuild.results.rules import DECISIONS
@@ -28,6 +30,9 @@ pytestmark = [pytest.mark.tf, pytest.mark.slow]
 
 SCHEMA = json.loads(data_path("schemas/results.schema.json").read_text())
 TF = "tensorflow-cpu==2.21.0"
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
+"""For sessions on the stand-in TensorFlow, pinned to one CPU (--cpus): its numpy's BLAS on one
+thread, as TensorFlow's own pools are (two BLAS threads on one CPU wait on each other's spin)."""
 
 
 @pytest.fixture(scope="module")
@@ -182,6 +187,7 @@ def killed_at(argv: list[str], results: Path, enough: Callable[[dict[str, Any]],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        env={**os.environ, **ONE_BLAS_THREAD},
     )
     deadline = time.monotonic() + 900
     try:
@@ -204,18 +210,20 @@ def killed_at(argv: list[str], results: Path, enough: Callable[[dict[str, Any]],
     return proc.returncode == -signal.SIGKILL
 
 
-def test_killed_session_keeps_finished_runs_and_resumes(workspace: Path) -> None:
+def test_killed_session_keeps_finished_runs_and_resumes(tmp_path: Path) -> None:
     """SIGKILL in the middle of round 2, before the session's first look (after round 2) can
     end it: --resume keeps every run, finishes the interrupted round with its recorded order,
     takes the look there and goes on. Killed again in round 3, after that look, when the
     look did not end the session (it can: a config put out by the look's 1.5 % selection
     error, the two tunings doing the same work), the second --resume keeps the look too and
-    runs to the end. Every stop the design allows passes."""
+    runs to the end. Every stop the design allows passes. (On the stand-in TensorFlow, in a
+    store and cache of its own: what is tested is the engine's, and a process takes 0.2 s.)"""
+    workspace = tmp_path
     matrix = write_matrix(
         workspace / "kill",
         f"""\
 variants:
-  - {{name: tf, source: pypi, requirement: "{TF}"}}
+  - {{name: tf, source: wheel, path: {standin_wheel(tmp_path / "standin")}}}
 tunings:
   - {{name: default}}
   - {{name: quiet, env: {{TF_CPP_MIN_LOG_LEVEL: "1"}}}}
@@ -243,7 +251,7 @@ suite:
     assert middle["looks"][0]["round"] == 2
     if again:
         assert middle["session"]["complete"] is False
-        finished = run_tfbuild(*resume, timeout=1800)
+        finished = run_tfbuild(*resume, env=ONE_BLAS_THREAD, timeout=1800)
         assert finished.returncode == 0, finished.stderr[-3000:]
     else:  # the look after round 2 ended the session: a config put out
         assert middle["session"]["stop"]["round"] == 2
@@ -266,18 +274,19 @@ suite:
     assert json.loads(replayed.stdout)["hosts"][0]["replay"] == []
 
 
-def test_import_failure_is_recorded_and_others_run(workspace: Path, tmp_path: Path) -> None:
+def test_import_failure_is_recorded_and_others_run(tmp_path: Path) -> None:
     """A build compiled against NumPy 1.x whose requirements let pip install NumPy 2 (as
     intel-tensorflow 2.14 does): its smoke test fails to import it and says what to add; the
-    other variant runs. The build is a toy `tensorflow` with a C extension built against NumPy
-    1.26's headers (support.cext.numpy1_wheel): the failure is NumPy's own, as with the real
-    wheel, without its 250 MB."""
+    other variant (the stand-in TensorFlow) runs. The build is a toy `tensorflow` with a C
+    extension built against NumPy 1.26's headers (support.cext.numpy1_wheel): the failure is
+    NumPy's own, as with the real wheel, without its 250 MB."""
+    workspace = tmp_path
     wheel = numpy1_wheel(tmp_path)
     matrix = write_matrix(
         workspace / "import",
         f"""\
 variants:
-  - {{name: tf, source: pypi, requirement: "{TF}"}}
+  - {{name: tf, source: wheel, path: {standin_wheel(tmp_path / "standin")}}}
   - {{name: numpy1-build, source: wheel, path: {wheel}}}
 suite: {{benchmarks: [matmul-pinned], rounds: 1}}
 """,

@@ -3,7 +3,10 @@
 The remote engine is a second dockerd in a container on the local engine, reached over TCP on a
 loopback port (DOCKER_HOST=tcp://127.0.0.1:PORT): nothing tfbuild bind-mounts from this machine
 exists there, and its host name differs, so the bench session must copy the payload in and the
-result out through the API, and plan with the facts a probe container reports.
+result out through the API, and plan with the facts a probe container reports. The sessions
+there run the stand-in TensorFlow (support/standin_tf.py): what is tested is the engine's way
+to a runtime (the wheel copied in, numpy installed from the index, the payload run), not
+TensorFlow.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 import pytest
 from support.cli import plans_made, run_tfbuild
 from support.env import FIXTURES
+from support.standin_tf import standin_wheel
 
 from tfbuild.config.load import load_matrix
 from tfbuild.engine import DockerInfo, docker_status
@@ -33,7 +37,6 @@ from tfbuild.machine import remote
 from tfbuild.machine.detect import detect, profile_from_cpuinfo
 from tfbuild.plan.make import make_plan
 
-TF = "tensorflow-cpu==2.21.0"
 ENGINE_PORT = 2375
 
 # Debian's docker.io, installed from the Debian archive (no registry is reachable).
@@ -153,12 +156,18 @@ def remote_engine(base_image: str) -> Iterator[tuple[str, Any]]:
 
 
 def in_containers(matrix: Path, workspace: Path, results: Path, seed: int) -> list[str]:
-    """`bench`/`run` arguments for a session in containers, with the shared TensorFlow store
-    and cache (each wheel downloaded and installed once per test session); its processes
-    fresh, a container each (the forked path in containers: test_bench)."""
+    """`bench`/`run` arguments for a session in containers, with the module's store and cache;
+    its processes fresh, a container each (the forked path in containers: test_bench)."""
     return ["--matrix", str(matrix), "--store", str(workspace / "wheels"),
             "--cache-dir", str(workspace / "cache"), "--results", str(results),
             "--runtime", "docker", "--seed", str(seed), "--processes", "fresh"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The stand-in TensorFlow's wheel, and a store and cache the module's sessions share."""
+    workspace = tmp_path_factory.mktemp("standin")
+    return standin_wheel(workspace / "wheel"), workspace
 
 
 class Inspected:
@@ -189,12 +198,12 @@ class Inspected:
 
 
 @pytest.mark.docker
-@pytest.mark.tf
 @pytest.mark.slow
 def test_bench_through_an_engine_without_this_machines_files(
-    remote_engine: tuple[str, Any], base_image: str, tf_workspace: Path, tmp_path: Path
+    remote_engine: tuple[str, Any], base_image: str, standin: tuple[Path, Path], tmp_path: Path
 ) -> None:
     url, remote = remote_engine
+    wheel, workspace = standin
     folder = tmp_path / "remote"
     folder.mkdir()
     matrix = folder / "matrix.yaml"
@@ -203,14 +212,14 @@ def test_bench_through_an_engine_without_this_machines_files(
 defaults:
   base_images: {{build: "{base_image}", runtime: "{base_image}"}}
 variants:
-  - {{name: tf, source: pypi, requirement: "{TF}"}}
+  - {{name: tf, source: wheel, path: {wheel}}}
 suite: {{benchmarks: [matmul-pinned], rounds: 2}}
 """
     )
     watch = Inspected(remote)
     try:
         proc = run_tfbuild(
-            "bench", *in_containers(matrix, tf_workspace, folder / "results", seed=7),
+            "bench", *in_containers(matrix, workspace, folder / "results", seed=7),
             env={"DOCKER_HOST": url}, timeout=1200,
         )  # fmt: skip
         time.sleep(1)  # the last create event reaches the watcher
@@ -261,30 +270,30 @@ suite: {{benchmarks: [matmul-pinned], rounds: 2}}
 
 
 @pytest.mark.docker
-@pytest.mark.tf
 @pytest.mark.slow
 def test_run_plans_once_for_the_engines_machine(
-    remote_engine: tuple[str, Any], base_image: str, tf_workspace: Path, tmp_path: Path
+    remote_engine: tuple[str, Any], base_image: str, standin: tuple[Path, Path], tmp_path: Path
 ) -> None:
     """`tfbuild run` through a remote engine chooses the engine's machine first and makes one
     plan for it, a `march: host` source variant included (its -march is the engine machine's);
     the build of that variant (whose build image the engine lacks) and the benchmarks work from
     that plan; the failed build is recorded as one."""
     url, remote = remote_engine
+    wheel, workspace = standin
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(
         f"""\
 defaults:
   base_images: {{build: "tfbuild-test/absent:none", runtime: "{base_image}"}}
 variants:
-  - {{name: tf, source: pypi, requirement: "{TF}"}}
+  - {{name: tf, source: wheel, path: {wheel}}}
   - {{name: tuned, source: bazel, march: host}}
 suite: {{benchmarks: [matmul-pinned], rounds: 2}}
 """
     )
     proc, plans = plans_made(
         tmp_path / "plans.jsonl",
-        "run", "--build", *in_containers(matrix, tf_workspace, tmp_path / "results", seed=8),
+        "run", "--build", *in_containers(matrix, workspace, tmp_path / "results", seed=8),
         env={"DOCKER_HOST": url}, timeout=1200,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

@@ -132,10 +132,18 @@ def tagged_wheel(
 ) -> Path:
     """A minimal wheel for the given tag (cp312-none-any...): one module `name` that knows its
     VERSION and the PYTHON running it, extra METADATA lines, and a RECORD."""
+    module = f"import sys\nVERSION = {version!r}\nPYTHON = '%d.%d' % sys.version_info[:2]\n"
+    return written_wheel(folder, name, version, tag, {f"{name}.py": module}, metadata)
+
+
+def written_wheel(
+    folder: Path, name: str, version: str, tag: str, files: dict[str, str], metadata: str = ""
+) -> Path:
+    """A wheel of `files` (path in the wheel -> text), with its METADATA (`metadata`: extra
+    lines), WHEEL and RECORD."""
     dist = f"{name}-{version}"
     files = {
-        f"{name}.py": f"import sys\nVERSION = {version!r}\n"
-        "PYTHON = '%d.%d' % sys.version_info[:2]\n",
+        **files,
         f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\n"
         f"Version: {version}\n" + metadata,
         f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
@@ -148,6 +156,7 @@ def tagged_wheel(
 
     record = "".join(f"{p},sha256={digest(t)},{len(t.encode())}\n" for p, t in files.items())
     files[f"{dist}.dist-info/RECORD"] = record + f"{dist}.dist-info/RECORD,,\n"
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{dist}-{tag}.whl"
     with zipfile.ZipFile(path, "w") as archive:
         for p, t in files.items():
