@@ -145,6 +145,19 @@ def toy_store(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Path
     return store
 
 
+@pytest.fixture(scope="session")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The stand-in TensorFlow's wheel (support/standin_tf.py), and a wheel store and runtime
+    cache every test that runs it shares, on every xdist worker: its runtime is made once."""
+    from support.standin_tf import standin_wheel
+
+    workspace = shared(tmp_path_factory, "standin-workspace")
+    with locked(workspace.parent / "standin-workspace.lock"):
+        made = sorted((workspace / "wheel").glob("*.whl"))
+        wheel = made[0] if made else standin_wheel(workspace / "wheel")
+    return wheel, workspace
+
+
 def shared(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     """A folder every xdist worker of this run shares (a folder of its own without xdist)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):

@@ -1,5 +1,6 @@
-"""`tfbuild bench` end to end with real TensorFlow wheels from the package index (the session
-killed and resumed, which tests the engine alone, on the stand-in: support/standin_tf.py)."""
+"""`tfbuild bench` end to end with real TensorFlow wheels from the package index; the tests of
+the engine alone (a session killed and resumed, a build that fails its import beside one that
+runs) on the stand-in TensorFlow (support/standin_tf.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ import pytest
 from support.cext import build_wheel, init_disassembly, instruction_this_cpu_lacks, numpy1_wheel
 from support.cli import run_tfbuild
 from support.docker import containers, inspected
-from support.standin_tf import standin_wheel
 
 from tfbuild.resources import data_path
 from tfbuild.results.rules import DECISIONS
@@ -210,20 +210,22 @@ def killed_at(argv: list[str], results: Path, enough: Callable[[dict[str, Any]],
     return proc.returncode == -signal.SIGKILL
 
 
-def test_killed_session_keeps_finished_runs_and_resumes(tmp_path: Path) -> None:
+def test_killed_session_keeps_finished_runs_and_resumes(
+    standin: tuple[Path, Path], tmp_path: Path
+) -> None:
     """SIGKILL in the middle of round 2, before the session's first look (after round 2) can
     end it: --resume keeps every run, finishes the interrupted round with its recorded order,
     takes the look there and goes on. Killed again in round 3, after that look, when the
     look did not end the session (it can: a config put out by the look's 1.5 % selection
     error, the two tunings doing the same work), the second --resume keeps the look too and
-    runs to the end. Every stop the design allows passes. (On the stand-in TensorFlow, in a
-    store and cache of its own: what is tested is the engine's, and a process takes 0.2 s.)"""
-    workspace = tmp_path
+    runs to the end. Every stop the design allows passes. (On the stand-in TensorFlow: what is
+    tested is the engine's, and a process takes 0.2 s.)"""
+    wheel, workspace = standin
     matrix = write_matrix(
-        workspace / "kill",
+        tmp_path / "kill",
         f"""\
 variants:
-  - {{name: tf, source: wheel, path: {standin_wheel(tmp_path / "standin")}}}
+  - {{name: tf, source: wheel, path: {wheel}}}
 tunings:
   - {{name: default}}
   - {{name: quiet, env: {{TF_CPP_MIN_LOG_LEVEL: "1"}}}}
@@ -274,19 +276,21 @@ suite:
     assert json.loads(replayed.stdout)["hosts"][0]["replay"] == []
 
 
-def test_import_failure_is_recorded_and_others_run(tmp_path: Path) -> None:
+def test_import_failure_is_recorded_and_others_run(
+    standin: tuple[Path, Path], tmp_path: Path
+) -> None:
     """A build compiled against NumPy 1.x whose requirements let pip install NumPy 2 (as
     intel-tensorflow 2.14 does): its smoke test fails to import it and says what to add; the
     other variant (the stand-in TensorFlow) runs. The build is a toy `tensorflow` with a C
     extension built against NumPy 1.26's headers (support.cext.numpy1_wheel): the failure is
     NumPy's own, as with the real wheel, without its 250 MB."""
-    workspace = tmp_path
+    standin_wheel, workspace = standin
     wheel = numpy1_wheel(tmp_path)
     matrix = write_matrix(
-        workspace / "import",
+        tmp_path / "import",
         f"""\
 variants:
-  - {{name: tf, source: wheel, path: {standin_wheel(tmp_path / "standin")}}}
+  - {{name: tf, source: wheel, path: {standin_wheel}}}
   - {{name: numpy1-build, source: wheel, path: {wheel}}}
 suite: {{benchmarks: [matmul-pinned], rounds: 1}}
 """,

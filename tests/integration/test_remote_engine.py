@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 from support.cli import plans_made, run_tfbuild
 from support.env import FIXTURES
-from support.standin_tf import standin_wheel
 
 from tfbuild.config.load import load_matrix
 from tfbuild.engine import DockerInfo, docker_status
@@ -156,18 +155,11 @@ def remote_engine(base_image: str) -> Iterator[tuple[str, Any]]:
 
 
 def in_containers(matrix: Path, workspace: Path, results: Path, seed: int) -> list[str]:
-    """`bench`/`run` arguments for a session in containers, with the module's store and cache;
+    """`bench`/`run` arguments for a session in containers, with the stand-in's store and cache;
     its processes fresh, a container each (the forked path in containers: test_bench)."""
     return ["--matrix", str(matrix), "--store", str(workspace / "wheels"),
             "--cache-dir", str(workspace / "cache"), "--results", str(results),
             "--runtime", "docker", "--seed", str(seed), "--processes", "fresh"]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def standin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """The stand-in TensorFlow's wheel, and a store and cache the module's sessions share."""
-    workspace = tmp_path_factory.mktemp("standin")
-    return standin_wheel(workspace / "wheel"), workspace
 
 
 class Inspected:
