@@ -1,12 +1,13 @@
 """A stand-in TensorFlow: a pure-Python `tensorflow` package, made of numpy, holding what
 tfbuild's payload and zygote call for the smoke test and the matmul-pinned and input-pinned
-benchmarks. Tests of the bench engine's mechanics (kill and resume, a remote engine) install
-it as a variant's wheel: a process imports it in milliseconds where TensorFlow takes 2.4
-CPU-seconds, and a runtime installs numpy beside it, not 600 MB.
+benchmarks. Tests of the bench engine's mechanics (kill and resume, a remote engine, one
+variant's failed import beside another) install it as a variant's wheel: a process imports it
+in milliseconds where TensorFlow takes 2.4 CPU-seconds, and a runtime installs numpy beside
+it, not 600 MB.
 
-It is held to the real thing by test_payload_graphs.py, which runs the payload on both for
-the same benchmarks and compares what each recorded, key for key. What it cannot stand in for
-(graphs, threads, oneDNN, Keras) the tests that need it run on real TensorFlow."""
+It is held to the real thing by tests/integration/test_standin_tf.py, which runs the payload
+on both for the same benchmarks and compares what each recorded, key for key. What it cannot
+stand in for (graphs, threads, oneDNN, Keras) the tests that need it run on real TensorFlow."""
 
 from __future__ import annotations
 
