@@ -304,6 +304,8 @@ suite: {{benchmarks: [matmul-pinned], rounds: 2}}
                                         "is not on the engine"), failure["reason"]  # fmt: skip
     assert "tfbuild build --variant" not in failure["reason"]
     assert {r["config"] for r in doc["runs"]} == {"tf:default", "tf:default~aa"}
+    for run in doc["runs"]:  # each measured: a sample of every benchmark, no error
+        assert all("error" not in e and e["samples"] for e in run["benchmarks"].values()), run
 
 
 @pytest.mark.docker

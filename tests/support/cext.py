@@ -158,9 +158,11 @@ def written_wheel(
     files[f"{dist}.dist-info/RECORD"] = record + f"{dist}.dist-info/RECORD,,\n"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{dist}-{tag}.whl"
-    with zipfile.ZipFile(path, "w") as archive:
+    partial = path.with_name(path.name + ".partial")  # never seen half-written
+    with zipfile.ZipFile(partial, "w") as archive:
         for p, t in files.items():
             archive.writestr(p, t)
+    partial.replace(path)
     return path
 
 
