@@ -115,15 +115,16 @@ def test_run_in_json_and_the_config_to_use_installed_hash_checked_as_measured(
     whole runtime of the config to use: every package pip installed into it, pinned to the
     file's sha256 pip reported, as 'use this' (the terminal's and the HTML report's) says;
     `pip install --require-hashes -r` of it into a fresh venv imports the numpy and keras the
-    session recorded. (The default matrix's baseline alone, on one benchmark for two rounds:
-    what is checked here is what `run` says and writes, not the suite.)"""
+    session recorded. (The default matrix's baseline alone, on one benchmark for two rounds,
+    pinned to CPU 0 with --cpus: what is checked here is what `run` says and writes, not the
+    suite.)"""
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(
         "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
         "suite: {benchmarks: [matmul-pinned]}\n"
     )
     proc = run_tfbuild(
-        "run", "--matrix", str(matrix), "--rounds", "2", "--runtime", "local",
+        "run", "--matrix", str(matrix), "--rounds", "2", "--runtime", "local", "--cpus", "0",
         "--store", str(tf_workspace / "wheels"), "--cache-dir", str(tf_workspace / "cache"),
         "--results", str(tmp_path / "results"), "--format", "json",
         cwd=REPO, timeout=1800,
@@ -141,6 +142,8 @@ def test_run_in_json_and_the_config_to_use_installed_hash_checked_as_measured(
     assert all(Path(said[k]).exists() for k in ("results", "report", "requirements"))
 
     document = json.loads(results.read_text())
+    # --cpus: every process pinned to CPU 0 before TensorFlow started its thread pools
+    assert document["runs"] and all(r["threads"]["affinity"] == [0] for r in document["runs"])
     variant = document["variants"][said["choice"]["variant"]]
     packages = variant["runtime"]["packages"]
     pins = [line for line in lock.read_text().splitlines() if not line.startswith("#")]
