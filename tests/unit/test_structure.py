@@ -344,11 +344,6 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         "tfbuild.analysis.estimates",
         "what a report is made of: judged through analyse_host",
     ),
-    "tfbuild.analysis.power": (
-        "tests/unit/analysis/test_looks.py",
-        'evidence()["fixed-equivalent"]',
-        "its plans are promises about sessions: shown on replayed ones (committed, kept current)",
-    ),
     "tfbuild.analysis.simulated": (
         "tests/unit/analysis/test_scenarios.py",
         "tfbuild.analysis.simulated",

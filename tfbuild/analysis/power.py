@@ -358,8 +358,13 @@ def decided(
     standard error is widened by sqrt(`widen`), as the session's zygotes widen its own. Without
     `standard` (rules 5): decided when any of them, the baseline included, is known within the
     margin of the fastest; with it, the leaders' estimates are first shrunk towards their mean
-    (`_shrunk`)."""
+    (`_shrunk`), and with no leader (no config but the baseline can be the answer, the A/A
+    control still waiting) the answer is decided at every look."""
     if not looks:
+        return
+    if standard and not leaders:  # no candidate but the baseline: keeping it is the answer
+        for _ in looks:
+            yield np.ones(draws, dtype=bool)
         return
     rng = np.random.default_rng(seed)
     most = max(more for more, _, _ in looks)
