@@ -15,11 +15,22 @@ first call (traced where the model is a Python function), WARMUP calls, SAMPLES 
 `calls` calls each (throughput; CALLS unless the session says otherwise), then LATENCY_FACTOR
 times as many calls timed one by one (latency percentiles, recorded as calls per second so that,
 like every benchmark, higher is faster).
+
+A SavedModel signature can also be run in another form, made here with the build's own
+TensorFlow before anything is timed (FORMS): `optimized`, the signature frozen to constants
+and put through TensorFlow's graph optimizer (grappler) ahead of time, run as a graph function;
+`litert`, the frozen signature converted by the build's TFLiteConverter (float32, no
+quantization) and run by LiteRT's interpreter (the ai-edge-litert package) with its default
+delegate, XNNPACK, and the tuning's threads. A form's outputs on the inputs are compared with
+the as-given signature's before it is used (`compare_outputs`); outside the tolerances it is
+refused with the figures (FormMismatch), as is a form this build or model cannot take
+(FormRefused).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +46,7 @@ WARMUP = 2
 LATENCY_FACTOR = 4
 INPUT_SEED = 20170405
 INT_HIGH = 10  # generated integer inputs lie in [0, 10): valid ids for any embedding table
+FORMS = ("as-given", "optimized", "litert")
 
 
 class InputMismatch(Exception):
@@ -43,6 +55,16 @@ class InputMismatch(Exception):
 
 class LoadFailure(Exception):
     """This build cannot load or call the model (a Keras 3 file under TF 2.14, an op it lacks)."""
+
+
+def _forms() -> Any:
+    """workload_forms.py, beside this file (a package module on the host, a sibling file in a
+    runtime)."""
+    try:
+        from . import workload_forms  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        import workload_forms  # type: ignore[import-not-found,no-redef,unused-ignore]
+    return workload_forms
 
 
 class Spec:
@@ -66,11 +88,18 @@ class Spec:
 
 
 class Model:
-    """A loaded workload: its inputs and one call on them."""
+    """A loaded workload: its inputs, one call on them, and (a SavedModel signature) one call
+    of another form of it (FORMS)."""
 
-    def __init__(self, specs: list[Spec], make_call: Callable[[dict[str, Any]], Callable[[], Any]]):
+    def __init__(
+        self,
+        specs: list[Spec],
+        make_call: Callable[[dict[str, Any]], Callable[[], Any]],
+        make_form: Callable[[str, dict[str, Any], int], Callable[[], Any]] | None = None,
+    ):
         self.specs = specs
         self.make_call = make_call
+        self.make_form = make_form
 
 
 def _dims(shape: Any) -> tuple[int | None, ...] | None:
@@ -102,7 +131,16 @@ def _savedmodel(tf: Any, path: str, signature: str, jit: bool) -> Model:
         compiled: Callable[[], Any] = tf.function(lambda: fn(**tensors), jit_compile=True)
         return compiled  # the signature's graph, compiled by XLA as one function
 
-    model = Model(specs, make_call)
+    def make_form(form: str, inputs: dict[str, Any], threads: int) -> Callable[[], Any]:
+        forms = _forms()
+        call: Callable[[], Any]
+        if form == "optimized":
+            call = forms.optimized(tf, fn, inputs)
+        else:
+            call = forms.litert(tf, fn, loaded, inputs, threads)
+        return call
+
+    model = Model(specs, make_call, make_form)
     model.keep = loaded  # type: ignore[attr-defined]  # the signature needs its object alive
     return model
 
@@ -271,15 +309,26 @@ def _sync(result: Any) -> None:
 
 
 class Prepared:
-    """A workload ready to run: one call, the items it handles, and what was fed to it."""
+    """A workload ready to run: one call, the items it handles, what was fed to it, and (a form
+    other than as-given) its outputs' check against the as-given form's."""
 
-    def __init__(self, call: Callable[[], Any], items: float, inputs: list[dict[str, Any]]):
-        self.call, self.items, self.inputs = call, items, inputs
+    def __init__(
+        self,
+        call: Callable[[], Any],
+        items: float,
+        inputs: list[dict[str, Any]],
+        form: dict[str, Any] | None = None,
+    ):
+        self.call, self.items, self.inputs, self.form = call, items, inputs, form
 
 
 def prepare(np: Any, tf: Any, spec: dict[str, Any]) -> Prepared:
-    """Load the workload and make its call; raises InputMismatch or LoadFailure."""
+    """Load the workload and make its call, in the form `spec` asks for (checked against the
+    as-given form first); raises InputMismatch, LoadFailure, FormRefused or FormMismatch."""
     kind, path, jit = spec["kind"], spec["path"], bool(spec.get("jit"))
+    form = spec.get("form") or "as-given"
+    if form != "as-given":
+        _forms().refused(form, kind, jit)
     if kind == "script":
         call, items = _script(path)
         return Prepared(call, items, [])
@@ -301,7 +350,18 @@ def prepare(np: Any, tf: Any, spec: dict[str, Any]) -> Prepared:
         call = model.make_call(values)
     except Exception as exc:
         raise LoadFailure(f"calling the model failed: {type(exc).__name__}: {exc}") from exc
-    return Prepared(call, items, fed)
+    if form == "as-given" or model.make_form is None:
+        return Prepared(call, items, fed)
+    made, checked = _forms().checked(
+        np, tf, spec, form, call, model.make_form(form, values, _threads(spec))
+    )
+    return Prepared(made, items, fed, checked)
+
+
+def _threads(spec: dict[str, Any]) -> int:
+    """The threads a form's interpreter runs with: the tuning's intra-op threads, else every
+    CPU this process may use (as TensorFlow's own default)."""
+    return int(spec.get("threads") or len(os.sched_getaffinity(0)))
 
 
 def check(np: Any, tf: Any, spec: dict[str, Any]) -> dict[str, Any]:
@@ -316,13 +376,19 @@ def check(np: Any, tf: Any, spec: dict[str, Any]) -> dict[str, Any]:
     except LoadFailure as exc:
         return {"error": str(exc), "kind": "load"}
     except Exception as exc:
+        forms = _forms() if spec.get("form", "as-given") != "as-given" else None
+        if forms is not None and isinstance(exc, forms.FormRefused):
+            return {"error": str(exc), "kind": "form"}
+        if forms is not None and isinstance(exc, forms.FormMismatch):
+            return {"error": str(exc), "kind": "form-mismatch", "form": exc.check}
         return {"error": f"the first call failed: {type(exc).__name__}: {exc}", "kind": "load"}
-    return {
+    said = {
         "inputs": prepared.inputs,
         "items": prepared.items,
         "load_s": loaded - t0,
         "first_call_s": time.perf_counter() - loaded,
     }
+    return {**said, "form": prepared.form} if prepared.form else said
 
 
 def measure(np: Any, tf: Any, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:

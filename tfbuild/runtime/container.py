@@ -24,6 +24,7 @@ from tfbuild.runtime.base import (
     BASE_ENV,
     PAYLOAD,
     STDERR_TAIL_LINES,
+    WORKLOAD_FORMS,
     WORKLOAD_PAYLOAD,
     RunOutcome,
     RuntimeEnv,
@@ -75,6 +76,7 @@ def _bench_inputs(config: PayloadConfig) -> bytes:
     shipped: dict[str, bytes] = {}
     if config.workload is not None:
         shipped["workload_payload.py"] = WORKLOAD_PAYLOAD.read_bytes()
+        shipped["workload_forms.py"] = WORKLOAD_FORMS.read_bytes()
     return tar_of(
         {
             "payload.py": (PAYLOAD.read_bytes(), 0),
@@ -130,7 +132,10 @@ class ContainerZygote(Zygote):
 
     def _start(self) -> None:
         self.made = self.stack.enter_context(engine.container(self.spec))
-        shipped = {"workload_payload.py": WORKLOAD_PAYLOAD.read_bytes()}
+        shipped = {
+            "workload_payload.py": WORKLOAD_PAYLOAD.read_bytes(),
+            "workload_forms.py": WORKLOAD_FORMS.read_bytes(),
+        }
         programs = {"payload.py": (PAYLOAD.read_bytes(), 0), "zygote.py": (ZYGOTE.read_bytes(), 0)}
         engine.put_archive(self.made, "/io", tar_of(programs, shipped), start=True)
 

@@ -11,7 +11,7 @@ import pytest
 
 from tfbuild.bench import payload
 from tfbuild.config import suite
-from tfbuild.runtime.base import PAYLOAD, WORKLOAD_PAYLOAD
+from tfbuild.runtime.base import PAYLOAD, WORKLOAD_FORMS, WORKLOAD_PAYLOAD
 from tfbuild.runtime.forked import ZYGOTE
 
 
@@ -27,11 +27,16 @@ def test_payload_and_suite_agree() -> None:
 
 @pytest.mark.parametrize(
     ("shipped", "beside"),
-    [(PAYLOAD, {"workload_payload"}), (WORKLOAD_PAYLOAD, set()), (ZYGOTE, {"payload"})],
+    [
+        (PAYLOAD, {"workload_payload"}),
+        (WORKLOAD_PAYLOAD, {"workload_forms"}),
+        (WORKLOAD_FORMS, {"ai_edge_litert"}),  # LiteRT's interpreter, for the litert form
+        (ZYGOTE, {"payload"}),
+    ],
 )
 def test_payload_imports_only_stdlib_numpy_tensorflow(shipped: Path, beside: set[str]) -> None:
     """The files shipped into a runtime import nothing of tfbuild; the payload imports the
-    workload part, which is shipped beside it."""
+    workload part, and that the model forms' part, each shipped beside it."""
     tree = ast.parse(shipped.read_text())
     imported = set()
     for node in ast.walk(tree):

@@ -103,7 +103,7 @@ def test_a_workload_is_shipped_once_and_the_payload_told_where_it_is(
         made.run(PayloadConfig(smoke_test=True, workload=spec), {}, None, timeout=60)
     assert len(fake.filled) == 1
     files = fake.files()
-    assert set(files) == {"payload.py", "config.json", "workload_payload.py"}
+    assert set(files) == {"payload.py", "config.json", "workload_payload.py", "workload_forms.py"}
     sent = json.loads(files["config.json"])
     assert list(sent) == [
         "benchmarks", "intra_op", "inter_op", "workload", "check_workload", "cpus"

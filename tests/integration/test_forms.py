@@ -1,0 +1,184 @@
+"""Model forms made for real inside a runtime (tfbuild/bench/workload_forms.py, run as
+workload_payload.py runs it): TensorFlow 2.21's converter and grappler, LiteRT's interpreter
+(ai-edge-litert), on SavedModels made here with seeded weights whose outputs vary.
+
+The runtime is the shared stock 2.21 venv; the interpreter package is put beside it on
+PYTHONPATH (pip install --target), as a runtime for the litert form will have it installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.env import REPO
+
+pytestmark = [pytest.mark.tf, pytest.mark.slow]
+
+BENCH = REPO / "tfbuild" / "bench"
+MAKE_AND_CHECK = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+import workload_forms as wf
+import workload_payload as wp
+
+out = sys.argv[1]
+tf.keras.utils.set_random_seed(3)
+image = tf.keras.Input(shape=(16, 16, 3), name="image")
+x = tf.keras.layers.Conv2D(8, 3, activation="relu")(image)
+x = tf.keras.layers.BatchNormalization()(x)
+x = tf.keras.layers.GlobalAveragePooling2D()(x)
+model = tf.keras.Model(image, tf.keras.layers.Softmax()(tf.keras.layers.Dense(5)(x)))
+rng = np.random.default_rng(3)  # weights that make the outputs differ across inputs and classes
+model.set_weights([
+    (rng.normal(0, 0.5, w.shape) if w.ndim > 1 else rng.uniform(0.5, 1.5, w.shape)).astype(w.dtype)
+    for w in model.get_weights()
+])
+tf.saved_model.save(model, out + "/cnn")
+
+
+class Det(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([None, 3, 3], tf.float32, name="x")])
+    def serve(self, x):
+        return {"det": tf.linalg.det(x)}
+
+
+det = Det()
+tf.saved_model.save(det, out + "/det", signatures={"serving_default": det.serve})
+
+cnn = {"kind": "savedmodel", "path": out + "/cnn", "batch": 2}
+said = {
+    "litert": wp.check(np, tf, {**cnn, "form": "litert", "threads": 1}),
+    "optimized": wp.check(np, tf, {**cnn, "form": "optimized"}),
+    "tight": wp.check(np, tf, {**cnn, "form": "litert", "atol": 1e-12, "rtol": 0.0}),
+    "det": wp.check(np, tf, {"kind": "savedmodel", "path": out + "/det", "form": "litert"}),
+}
+
+# The form as a file: what the litert form ran, and the outputs it gave, for a process that
+# has no TensorFlow and no tfbuild to load.
+prepared = wp.prepare(np, tf, {**cnn, "form": "litert", "threads": 1})
+open(out + "/model.tflite", "wb").write(prepared.call.flatbuffer)
+loaded = tf.saved_model.load(out + "/cnn")
+fn = loaded.signatures["serving_default"]
+(name,) = fn.structured_input_signature[1]
+values = wp.generated(np, wp._savedmodel(tf, out + "/cnn", "serving_default", False).specs, {}, 2)
+np.save(out + "/inputs.npy", values[name])
+np.save(out + "/outputs.npy", next(iter(prepared.call().values())))
+
+# The conversion that skips freezing: straight from the SavedModel, its variables left for an
+# interpreter that never initialises them.
+from ai_edge_litert.interpreter import Interpreter
+
+naive = Interpreter(model_content=tf.lite.TFLiteConverter.from_saved_model(out + "/cnn").convert())
+naive.allocate_tensors()
+detail = naive.get_input_details()[0]
+naive.resize_tensor_input(detail["index"], list(values[name].shape))
+naive.allocate_tensors()
+naive.set_tensor(detail["index"], values[name])
+naive.invoke()
+got = {"output_0": naive.get_tensor(naive.get_output_details()[0]["index"])}
+reference = wf.outputs_of(np, fn(**{name: tf.constant(values[name])}))
+said["naive"] = wf.compare_outputs(np, reference, got, wf.ATOL, wf.RTOL)
+print(json.dumps(said))
+"""
+OUTSIDE = """
+import sys
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter
+
+folder = sys.argv[1]
+interpreter = Interpreter(model_path=folder + "/model.tflite", num_threads=1)
+x = np.load(folder + "/inputs.npy")
+detail = interpreter.get_input_details()[0]
+interpreter.resize_tensor_input(detail["index"], list(x.shape))
+interpreter.allocate_tensors()
+interpreter.set_tensor(detail["index"], x)
+interpreter.invoke()
+got = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+print(float(np.abs(got - np.load(folder + "/outputs.npy")).max()))
+"""
+
+
+@pytest.fixture(scope="module")
+def litert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ai-edge-litert (and the two of its dependencies TensorFlow's runtime lacks) in a folder
+    of its own: the interpreter package the litert form runs with."""
+    target = tmp_path_factory.mktemp("litert")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+         "ai-edge-litert==2.3.0", "backports.strenum", "tqdm"],
+        check=True, capture_output=True, timeout=600,
+    )  # fmt: skip
+    return target
+
+
+def run(python: Path, code: str, path: list[Path], *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, path)), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.run(
+        [str(python), "-c", code, *args],
+        capture_output=True, text=True, env=env, timeout=900, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def said(tf_python: Path, litert: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("forms")
+    found: dict[str, Any] = json.loads(run(tf_python, MAKE_AND_CHECK, [litert, BENCH], str(folder)))
+    found["folder"] = str(folder)
+    return found
+
+
+def test_a_litert_form_is_checked_against_the_signature_and_says_what_made_it(
+    said: dict[str, Any],
+) -> None:
+    form = said["litert"]["form"]
+    assert form["ok"] and not form["uniform"]
+    (out,) = form["outputs"]
+    assert out["shape"] == [2, 5] and out["varies"] and out["nonfinite"] == 0
+    assert 0 < out["max_abs"] < 1e-4  # XNNPACK's float kernels: close, never identical here
+    assert (form["form"], form["tensorflow"]) == ("litert", "2.21.0")
+    assert (form["interpreter"], form["interpreter_version"]) == ("ai-edge-litert", "2.3.0")
+    optimized = said["optimized"]["form"]
+    assert optimized["ok"] and optimized["form"] == "optimized"
+    assert optimized["outputs"][0]["max_abs"] < 1e-5
+
+
+def test_a_form_outside_its_tolerance_fails_with_the_figures(said: dict[str, Any]) -> None:
+    tight = said["tight"]
+    assert tight["kind"] == "form-mismatch" and not tight["form"]["ok"]
+    (out,) = tight["form"]["outputs"]
+    assert out["max_abs"] == said["litert"]["form"]["outputs"][0]["max_abs"]
+    assert tight["error"].startswith("the litert form's outputs differ from the as-given form's")
+    assert f"max abs error {out['max_abs']:.3g}" in tight["error"]
+    assert "allowed 1e-12 + 0 x |as-given|" in tight["error"]
+
+
+def test_the_conversion_that_skips_freezing_is_caught_by_the_check(said: dict[str, Any]) -> None:
+    """Converted straight from the SavedModel, the model keeps variables the interpreter never
+    initialises: it runs, with no error, and answers something else."""
+    naive = said["naive"]
+    assert not naive["ok"] and not naive["uniform"]
+    (out,) = naive["outputs"]
+    assert out["nonfinite"] > 0 or out["max_abs"] > 0.01, out
+
+
+def test_an_op_litert_lacks_is_refused_with_its_name(said: dict[str, Any]) -> None:
+    assert said["det"] == {
+        "error": "the LiteRT converter refused the model: ops LiteRT lacks: MatrixDeterminant",
+        "kind": "form",
+    }
+
+
+def test_the_form_as_a_file_gives_the_recorded_outputs_without_tensorflow(
+    tf_python: Path, litert: Path, said: dict[str, Any]
+) -> None:
+    """model.tflite, loaded by LiteRT's interpreter in a process that imports neither
+    TensorFlow nor tfbuild, answers what the form answered."""
+    assert float(run(tf_python, OUTSIDE, [litert], said["folder"])) == 0.0

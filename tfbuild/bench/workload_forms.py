@@ -1,0 +1,287 @@
+"""Other forms of a SavedModel signature, made and checked inside a runtime, next to
+workload_payload.py (standard library, numpy, tensorflow and, for `litert`, LiteRT's
+interpreter package ai-edge-litert; never tfbuild).
+
+- `optimized`: the signature frozen to constants (convert_variables_to_constants_v2) and put
+  through grappler's default passes ahead of time (remapping, which makes the fused CPU
+  kernels, among them), run as a pruned graph function.
+- `litert`: the frozen signature converted by the build's own tf.lite.TFLiteConverter (float32,
+  no quantization), run by LiteRT's interpreter with its default delegate (XNNPACK) and the
+  tuning's threads. Converting without freezing first keeps resource variables nothing
+  initialises: the interpreter then returns NaN with no error, which is why this never does.
+
+Before a form is used its outputs on the workload's inputs are compared with the as-given
+signature's (`compare_outputs`); outside the tolerances it is refused with the figures.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+ATOL, RTOL = 1e-4, 1e-3
+"""A form's output element may differ from the as-given form's by ATOL + RTOL x |as-given|."""
+KNOWN = ("optimized", "litert")
+
+
+def refused(form: str, kind: str, jit: bool) -> None:
+    """Raise FormRefused where the workload cannot be run in `form` whatever the build."""
+    if form not in KNOWN:
+        raise FormRefused(f"unknown form {form!r} (known: as-given, {', '.join(KNOWN)})")
+    if kind != "savedmodel":
+        raise FormRefused(f"the {form} form is made from a SavedModel signature, not a {kind}")
+    if jit:
+        raise FormRefused(f"the {form} form is not compiled by XLA: an xla tuning runs as given")
+
+
+def checked(
+    np: Any,
+    tf: Any,
+    spec: dict[str, Any],
+    form: str,
+    given: Callable[[], Any],
+    made: Callable[[], Any],
+) -> tuple[Callable[[], Any], dict[str, Any]]:
+    """The form's call and its check against the as-given call on the same inputs, with what
+    made it; raises FormRefused where the form fails to run, FormMismatch where its outputs
+    are outside the tolerances (spec's atol and rtol, else ATOL and RTOL)."""
+    reference = outputs_of(np, given())
+    try:
+        got = outputs_of(np, made())
+    except Exception as exc:
+        raise FormRefused(
+            f"the {form} form failed on the inputs: {type(exc).__name__}: {exc}"
+        ) from exc
+    result = compare_outputs(
+        np, reference, got, float(spec.get("atol", ATOL)), float(spec.get("rtol", RTOL))
+    )
+    result.update(form=form, **versions(tf, form))
+    if not result["ok"]:
+        raise FormMismatch(_mismatch(form, result), result)
+    return made, result
+
+
+class FormRefused(Exception):
+    """This build or model cannot take the form asked for (an op LiteRT lacks, a TensorFlow
+    without the converter, no interpreter in the runtime): the same on every run."""
+
+
+class FormMismatch(Exception):
+    """The form's outputs differ from the as-given form's beyond the tolerances: `check` holds
+    the figures (compare_outputs)."""
+
+    def __init__(self, message: str, check: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.check = check
+
+
+def frozen(tf: Any, fn: Any, inputs: dict[str, Any]) -> Any:
+    """The signature traced at the shapes of the workload's inputs (a recurrent layer's tensor
+    lists need them static to convert), its variables made constants: what both other forms
+    start from."""
+    try:
+        from tensorflow.python.framework.convert_to_constants import (
+            convert_variables_to_constants_v2,
+        )
+    except ImportError as exc:
+        raise FormRefused(f"TensorFlow {tf.__version__} cannot freeze a signature: {exc}") from exc
+    specs = {k: tf.TensorSpec(v.shape, tf.as_dtype(v.dtype), name=k) for k, v in inputs.items()}
+    try:
+        static = tf.function(fn).get_concrete_function(**specs)
+        return convert_variables_to_constants_v2(static)
+    except Exception as exc:
+        raise FormRefused(f"freezing the signature failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _output_names(fn: Any) -> list[str]:
+    """The signature's output names in the order of its flat outputs."""
+    outputs = fn.structured_outputs
+    if isinstance(outputs, dict):
+        return sorted(str(k) for k in outputs)
+    count = len(outputs) if isinstance(outputs, (list, tuple)) else 1
+    return [f"output_{i}" for i in range(count)]
+
+
+def optimized(tf: Any, fn: Any, inputs: dict[str, Any]) -> Callable[[], Any]:
+    """The frozen signature through grappler's default passes ahead of time (remapping, which
+    makes the fused CPU kernels, among them), run as a pruned graph function."""
+    from tensorflow.core.protobuf import config_pb2
+    from tensorflow.python.grappler import tf_optimizer
+    from tensorflow.python.training import saver
+
+    made = frozen(tf, fn, inputs)
+    fetches = [t.name for t in made.outputs]
+    meta = saver.export_meta_graph(graph_def=made.graph.as_graph_def(), graph=made.graph)
+    meta.collection_def["train_op"].node_list.value.extend(fetches)  # what grappler keeps
+    config = config_pb2.ConfigProto()
+    config.graph_options.rewrite_options.min_graph_nodes = -1  # however small the graph
+    try:
+        graph_def = tf_optimizer.OptimizeGraph(config, meta)
+    except Exception as exc:
+        raise FormRefused(f"grappler failed on the graph: {type(exc).__name__}: {exc}") from exc
+    wrapped = tf.compat.v1.wrap_function(
+        lambda: tf.compat.v1.import_graph_def(graph_def, name=""), []
+    )
+    graph = wrapped.graph
+    pruned = wrapped.prune(
+        [graph.get_tensor_by_name(t.name) for t in made.inputs],
+        [graph.get_tensor_by_name(name) for name in fetches],
+    )
+    args = [tf.constant(inputs[name]) for name in sorted(inputs)]  # the flat inputs' order
+    keys = _output_names(fn)
+    return lambda: dict(zip(keys, pruned(*args), strict=True))
+
+
+def litert(tf: Any, fn: Any, keep: Any, inputs: dict[str, Any], threads: int) -> Callable[[], Any]:
+    """The frozen signature converted by this TensorFlow's TFLiteConverter (float32, no
+    quantization), run by LiteRT's interpreter with `threads` threads and its default
+    delegate (XNNPACK)."""
+    made = frozen(tf, fn, inputs)
+    converter_class = getattr(getattr(tf, "lite", None), "TFLiteConverter", None)
+    if converter_class is None:
+        raise FormRefused(f"TensorFlow {tf.__version__} has no tf.lite.TFLiteConverter")
+    try:
+        from ai_edge_litert.interpreter import (  # type: ignore[import-not-found,unused-ignore]
+            Interpreter,
+        )
+    except ImportError as exc:
+        raise FormRefused(f"LiteRT's interpreter (ai-edge-litert) is not installed: {exc}") from exc
+    try:
+        flatbuffer = converter_class.from_concrete_functions([made], keep).convert()
+    except Exception as exc:
+        raise FormRefused(f"the LiteRT converter refused the model: {_unsupported(exc)}") from exc
+    interpreter = Interpreter(model_content=flatbuffer, num_threads=threads)
+    # the converter names each input after the frozen graph's placeholder, which stands in the
+    # order of the signature's flat inputs (its keyword inputs, sorted by name)
+    placeholders = dict(
+        zip((t.name.split(":")[0] for t in made.inputs), sorted(inputs), strict=True)
+    )
+
+    def input_of(detail: dict[str, Any]) -> str:
+        base = str(detail["name"]).split(":")[0]
+        for placeholder, name in placeholders.items():
+            if base == placeholder or base.endswith(f"_{placeholder}"):
+                return str(name)
+        raise FormRefused(f"the converted model has an input {base!r} the signature lacks")
+
+    for detail in interpreter.get_input_details():
+        shape = inputs[input_of(detail)].shape
+        if tuple(detail["shape"]) != shape:
+            interpreter.resize_tensor_input(detail["index"], list(shape))
+    interpreter.allocate_tensors()
+    feeds = [(d["index"], inputs[input_of(d)]) for d in interpreter.get_input_details()]
+    outputs = [d["index"] for d in interpreter.get_output_details()]
+    keys = _output_names(fn)
+
+    def call() -> dict[str, Any]:
+        for index, value in feeds:
+            interpreter.set_tensor(index, value)
+        interpreter.invoke()
+        return {k: interpreter.get_tensor(i) for k, i in zip(keys, outputs, strict=True)}
+
+    call.flatbuffer = flatbuffer  # type: ignore[attr-defined]  # what `export` writes
+    return call
+
+
+def _unsupported(exc: Exception) -> str:
+    """The converter's words, shortened to the ops it lacks where it names them, else to the
+    first op it failed on and why."""
+    text = " ".join(str(exc).split())
+    listed = re.search(
+        r"(?:TF Select ops|Flex ops|custom ops)[^:]*: ([\w, ]+?)(?: Details|$)", text
+    )
+    if listed:
+        return f"ops LiteRT lacks: {listed.group(1).strip().rstrip(',')}"
+    failed = re.search(r"'tf\.(\w+)' op (.+?)(?: <unknown>|$)", text)
+    if failed:
+        return f"op {failed.group(1)}: {failed.group(2)}"
+    return text[:500]
+
+
+def outputs_of(np: Any, result: Any) -> dict[str, Any]:
+    """A call's outputs by name, as numpy arrays."""
+    if isinstance(result, dict):
+        return {str(k): np.asarray(v) for k, v in result.items()}
+    if isinstance(result, (list, tuple)):
+        return {f"output_{i}": np.asarray(v) for i, v in enumerate(result)}
+    return {"output_0": np.asarray(result)}
+
+
+def compare_outputs(
+    np: Any, reference: dict[str, Any], got: dict[str, Any], atol: float, rtol: float
+) -> dict[str, Any]:
+    """How far a form's outputs are from the as-given form's on the same inputs, per output:
+    the largest absolute and relative errors (relative where the as-given value is not 0), the
+    elements that are NaN or Inf where the as-given form's are finite, and whether the as-given
+    values vary at all (outputs that are all one value make the check prove nothing:
+    `uniform`). `ok`: every output there, of the
+    same shape, no new NaN or Inf, each element within atol + rtol x |as-given|."""
+    found = []
+    for name in sorted(set(reference) | set(got)):
+        entry: dict[str, Any] = {"output": name}
+        found.append(entry)
+        if name not in reference or name not in got:
+            entry.update(ok=False, missing="as-given" if name not in reference else "form")
+            continue
+        ref = np.asarray(reference[name], dtype=np.float64)
+        out = np.asarray(got[name], dtype=np.float64)
+        entry["shape"] = list(ref.shape)
+        if out.shape != ref.shape:
+            entry.update(ok=False, form_shape=list(out.shape))
+            continue
+        finite = np.isfinite(ref)
+        both = finite & np.isfinite(out)
+        diff, scale = np.abs(out - ref)[both], np.abs(ref)[both]
+        entry["max_abs"] = float(diff.max()) if diff.size else 0.0
+        nonzero = scale > 0  # a relative error means nothing where the as-given value is 0
+        entry["max_rel"] = float((diff[nonzero] / scale[nonzero]).max()) if nonzero.any() else 0.0
+        entry["nonfinite"] = int(np.count_nonzero(finite & ~np.isfinite(out)))
+        entry["varies"] = bool(finite.any() and np.ptp(ref[finite]) > 0)
+        within = bool(np.all(diff <= atol + rtol * scale))
+        entry["ok"] = within and entry["nonfinite"] == 0
+    return {
+        "atol": atol,
+        "rtol": rtol,
+        "ok": all(e["ok"] for e in found),
+        "uniform": not any(e.get("varies") for e in found),
+        "outputs": found,
+    }
+
+
+def _mismatch(form: str, check: dict[str, Any]) -> str:
+    """Why a form failed its check, in words, with the figures."""
+    said = []
+    for e in check["outputs"]:
+        if e["ok"]:
+            continue
+        if "missing" in e:
+            said.append(f"{e['output']}: missing from the {e['missing']} form")
+        elif "form_shape" in e:
+            said.append(f"{e['output']}: shape {tuple(e['form_shape'])}, not {tuple(e['shape'])}")
+        else:
+            nonfinite = f", {e['nonfinite']} NaN/Inf where it has none" if e["nonfinite"] else ""
+            said.append(
+                f"{e['output']}: max abs error {e['max_abs']:.3g}, max rel error "
+                f"{e['max_rel']:.3g}{nonfinite}"
+            )
+    return (
+        f"the {form} form's outputs differ from the as-given form's ("
+        + "; ".join(said)
+        + f"; allowed {check['atol']:g} + {check['rtol']:g} x |as-given|)"
+    )
+
+
+def versions(tf: Any, form: str) -> dict[str, Any]:
+    """What made and runs the form: the TensorFlow that froze (and converted) it, and for
+    litert the interpreter's package and version."""
+    made = {"tensorflow": str(tf.__version__)}
+    if form != "litert":
+        return made
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        interpreter: str | None = version("ai-edge-litert")
+    except PackageNotFoundError:  # LiteRT imported from elsewhere than an installed package
+        interpreter = None
+    return {**made, "interpreter": "ai-edge-litert", "interpreter_version": interpreter}
