@@ -51,6 +51,24 @@ class Det(tf.Module):
 det = Det()
 tf.saved_model.save(det, out + "/det", signatures={"serving_default": det.serve})
 
+
+class Two(tf.Module):
+    # two inputs, three outputs of three shapes, named so that their sorted order is neither
+    # the order they are declared in nor the order the converter numbers them in
+
+    def __init__(self):
+        self.w = tf.Variable(np.random.default_rng(5).standard_normal((4, 3)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="zeta"),
+                                  tf.TensorSpec([None, 2], tf.float32, name="alpha")])
+    def serve(self, zeta, alpha):
+        return {"zz_sum": tf.reduce_sum(zeta, 1) * 2.0, "aa_proj": tf.matmul(zeta, self.w),
+                "mm_alpha": alpha * 3.0}
+
+
+two = Two()
+tf.saved_model.save(two, out + "/two", signatures={"serving_default": two.serve})
+
 cnn = {"kind": "savedmodel", "path": out + "/cnn", "batch": 2}
 said = {
     "litert": wp.check(np, tf, {**cnn, "form": "litert", "threads": 1}),
@@ -58,6 +76,10 @@ said = {
     "tight": wp.check(np, tf, {**cnn, "form": "litert", "atol": 1e-12, "rtol": 0.0}),
     "det": wp.check(np, tf, {"kind": "savedmodel", "path": out + "/det", "form": "litert"}),
 }
+for form in ("litert", "optimized"):
+    said[f"two-{form}"] = wp.check(
+        np, tf, {"kind": "savedmodel", "path": out + "/two", "form": form, "batch": 2}
+    )
 
 # The form as a file: what the litert form ran, and the outputs it gave, for a process that
 # has no TensorFlow and no tfbuild to load.
@@ -148,6 +170,16 @@ def test_a_litert_form_is_checked_against_the_signature_and_says_what_made_it(
     optimized = said["optimized"]["form"]
     assert optimized["ok"] and optimized["form"] == "optimized"
     assert optimized["outputs"][0]["max_abs"] < 1e-5
+
+
+@pytest.mark.parametrize("form", ["litert", "optimized"])
+def test_each_output_of_a_form_is_matched_to_the_signatures_by_name(
+    said: dict[str, Any], form: str
+) -> None:
+    checked = said[f"two-{form}"]["form"]
+    assert checked["ok"], checked
+    shapes = {o["output"]: o["shape"] for o in checked["outputs"]}
+    assert shapes == {"aa_proj": [2, 3], "mm_alpha": [2, 2], "zz_sum": [2]}
 
 
 def test_a_form_outside_its_tolerance_fails_with_the_figures(said: dict[str, Any]) -> None:

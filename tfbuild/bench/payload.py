@@ -503,7 +503,8 @@ def _workload(np: Any, tf: Any, config: dict[str, Any], result: dict[str, Any]) 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import workload_payload as wp  # type: ignore[import-not-found]  # beside this file
 
-    spec = {**config["workload"], "jit": config.get("xla") == "jit"}
+    threads = config.get("intra_op")  # a form's interpreter (litert) runs with the tuning's
+    spec = {**config["workload"], "jit": config.get("xla") == "jit", "threads": threads}
     if config.get("check_workload"):
         result["workload_check"] = wp.check(np, tf, spec)
         return

@@ -32,7 +32,7 @@ def refused(form: str, kind: str, jit: bool) -> None:
     if kind != "savedmodel":
         raise FormRefused(f"the {form} form is made from a SavedModel signature, not a {kind}")
     if jit:
-        raise FormRefused(f"the {form} form is not compiled by XLA: an xla tuning runs as given")
+        raise FormRefused(f"the {form} form cannot run under an XLA (jit) tuning: use another")
 
 
 def checked(
@@ -151,34 +151,44 @@ def litert(tf: Any, fn: Any, keep: Any, inputs: dict[str, Any], threads: int) ->
         flatbuffer = converter_class.from_concrete_functions([made], keep).convert()
     except Exception as exc:
         raise FormRefused(f"the LiteRT converter refused the model: {_unsupported(exc)}") from exc
-    interpreter = Interpreter(model_content=flatbuffer, num_threads=threads)
-    # the converter names each input after the frozen graph's placeholder, which stands in the
-    # order of the signature's flat inputs (its keyword inputs, sorted by name)
-    placeholders = dict(
-        zip((t.name.split(":")[0] for t in made.inputs), sorted(inputs), strict=True)
-    )
-
-    def input_of(detail: dict[str, Any]) -> str:
-        base = str(detail["name"]).split(":")[0]
-        for placeholder, name in placeholders.items():
-            if base == placeholder or base.endswith(f"_{placeholder}"):
-                return str(name)
-        raise FormRefused(f"the converted model has an input {base!r} the signature lacks")
-
-    for detail in interpreter.get_input_details():
-        shape = inputs[input_of(detail)].shape
-        if tuple(detail["shape"]) != shape:
-            interpreter.resize_tensor_input(detail["index"], list(shape))
-    interpreter.allocate_tensors()
-    feeds = [(d["index"], inputs[input_of(d)]) for d in interpreter.get_input_details()]
-    outputs = [d["index"] for d in interpreter.get_output_details()]
+    # The converted model's one signature names its inputs as the frozen function's arguments
+    # (the workload's input names) and its outputs output_0, output_1, ... in the order of
+    # the frozen function's flat outputs, which _output_names gives the signature's names of.
+    # Read from an interpreter of its own: a signature runner holds on to the tensors, which
+    # the one that runs must be free to resize.
+    try:
+        runner = Interpreter(model_content=flatbuffer).get_signature_runner()
+    except ValueError as exc:
+        raise FormRefused(f"the converted model has no signature to run: {exc}") from exc
     keys = _output_names(fn)
+    ins, outs = runner.get_input_details(), runner.get_output_details()
+
+    def key_of(name: str) -> str:
+        if name in keys:
+            return name
+        head, _, k = name.rpartition("_")
+        if head == "output" and k.isdigit() and int(k) < len(keys):
+            return keys[int(k)]
+        raise FormRefused(f"the converted model's output {name!r} is none of {keys}")
+
+    if set(ins) != set(inputs) or len(outs) != len(keys):
+        raise FormRefused(
+            f"the converted model's inputs {sorted(ins)} and {len(outs)} output(s) are not the "
+            f"signature's {sorted(inputs)} and {len(keys)}"
+        )
+    interpreter = Interpreter(model_content=flatbuffer, num_threads=threads)
+    for name, detail in ins.items():
+        if tuple(detail["shape"]) != inputs[name].shape:
+            interpreter.resize_tensor_input(detail["index"], list(inputs[name].shape))
+    interpreter.allocate_tensors()
+    feeds = [(detail["index"], inputs[name]) for name, detail in ins.items()]
+    outputs = [(key_of(name), detail["index"]) for name, detail in outs.items()]
 
     def call() -> dict[str, Any]:
         for index, value in feeds:
             interpreter.set_tensor(index, value)
         interpreter.invoke()
-        return {k: interpreter.get_tensor(i) for k, i in zip(keys, outputs, strict=True)}
+        return {key: interpreter.get_tensor(index) for key, index in outputs}
 
     call.flatbuffer = flatbuffer  # type: ignore[attr-defined]  # what `export` writes
     return call
@@ -213,10 +223,11 @@ def compare_outputs(
 ) -> dict[str, Any]:
     """How far a form's outputs are from the as-given form's on the same inputs, per output:
     the largest absolute and relative errors (relative where the as-given value is not 0), the
-    elements that are NaN or Inf where the as-given form's are finite, and whether the as-given
-    values vary at all (outputs that are all one value make the check prove nothing:
-    `uniform`). `ok`: every output there, of the
-    same shape, no new NaN or Inf, each element within atol + rtol x |as-given|."""
+    elements whose NaN or Inf (with its sign) is not where the as-given form has it, and
+    whether the as-given values vary at all (outputs that are all one value make the check
+    prove nothing: `uniform`). `ok`: every output there, of the same shape and dtype, NaN and
+    Inf where the as-given form has them and nowhere else, each float element within atol +
+    rtol x |as-given| and each integer or boolean one equal."""
     found = []
     for name in sorted(set(reference) | set(got)):
         entry: dict[str, Any] = {"output": name}
@@ -224,21 +235,29 @@ def compare_outputs(
         if name not in reference or name not in got:
             entry.update(ok=False, missing="as-given" if name not in reference else "form")
             continue
-        ref = np.asarray(reference[name], dtype=np.float64)
-        out = np.asarray(got[name], dtype=np.float64)
-        entry["shape"] = list(ref.shape)
-        if out.shape != ref.shape:
-            entry.update(ok=False, form_shape=list(out.shape))
+        ref, out = np.asarray(reference[name]), np.asarray(got[name])
+        entry.update(shape=list(ref.shape), dtype=str(ref.dtype))
+        if out.shape != ref.shape or out.dtype != ref.dtype:
+            entry.update(ok=False, form_shape=list(out.shape), form_dtype=str(out.dtype))
             continue
+        if ref.dtype.kind not in "biuf":  # strings, objects, complex: compared as they are
+            entry.update(max_abs=None, max_rel=None, nonfinite=0, ok=bool(np.array_equal(ref, out)),
+                         varies=bool(ref.size and np.unique(ref).size > 1))  # fmt: skip
+            continue
+        exact = ref.dtype.kind in "biu"  # integers and booleans: equal, or wrong
+        ref, out = ref.astype(np.float64), out.astype(np.float64)
         finite = np.isfinite(ref)
         both = finite & np.isfinite(out)
-        diff, scale = np.abs(out - ref)[both], np.abs(ref)[both]
+        diff, scale = np.abs(out[both] - ref[both]), np.abs(ref[both])
         entry["max_abs"] = float(diff.max()) if diff.size else 0.0
         nonzero = scale > 0  # a relative error means nothing where the as-given value is 0
         entry["max_rel"] = float((diff[nonzero] / scale[nonzero]).max()) if nonzero.any() else 0.0
-        entry["nonfinite"] = int(np.count_nonzero(finite & ~np.isfinite(out)))
+        same_specials = (np.isnan(ref) == np.isnan(out)) & (
+            np.where(np.isinf(ref), ref, 0) == np.where(np.isinf(out), out, 0)
+        )
+        entry["nonfinite"] = int(np.count_nonzero(~same_specials))
         entry["varies"] = bool(finite.any() and np.ptp(ref[finite]) > 0)
-        within = bool(np.all(diff <= atol + rtol * scale))
+        within = bool(np.all(diff == 0)) if exact else bool(np.all(diff <= atol + rtol * scale))
         entry["ok"] = within and entry["nonfinite"] == 0
     return {
         "atol": atol,
@@ -256,11 +275,21 @@ def _mismatch(form: str, check: dict[str, Any]) -> str:
         if e["ok"]:
             continue
         if "missing" in e:
-            said.append(f"{e['output']}: missing from the {e['missing']} form")
+            whose = "as-given" if e["missing"] == "as-given" else form
+            said.append(f"{e['output']}: missing from the {whose} form")
         elif "form_shape" in e:
-            said.append(f"{e['output']}: shape {tuple(e['form_shape'])}, not {tuple(e['shape'])}")
+            said.append(
+                f"{e['output']}: {e['form_dtype']} {tuple(e['form_shape'])}, not "
+                f"{e['dtype']} {tuple(e['shape'])}"
+            )
+        elif e["max_abs"] is None:
+            said.append(f"{e['output']}: other values")
         else:
-            nonfinite = f", {e['nonfinite']} NaN/Inf where it has none" if e["nonfinite"] else ""
+            nonfinite = (
+                f", {e['nonfinite']} NaN/Inf the as-given form does not have there"
+                if e["nonfinite"]
+                else ""
+            )
             said.append(
                 f"{e['output']}: max abs error {e['max_abs']:.3g}, max rel error "
                 f"{e['max_rel']:.3g}{nonfinite}"

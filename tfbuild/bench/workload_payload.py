@@ -352,9 +352,16 @@ def prepare(np: Any, tf: Any, spec: dict[str, Any]) -> Prepared:
         raise LoadFailure(f"calling the model failed: {type(exc).__name__}: {exc}") from exc
     if form == "as-given" or model.make_form is None:
         return Prepared(call, items, fed)
-    made, checked = _forms().checked(
-        np, tf, spec, form, call, model.make_form(form, values, _threads(spec))
-    )
+    forms = _forms()
+    try:
+        made = model.make_form(form, values, _threads(spec))
+    except (forms.FormRefused, forms.FormMismatch):
+        raise
+    except Exception as exc:  # the as-given form runs: what failed is making this one
+        raise forms.FormRefused(
+            f"making the {form} form failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    made, checked = forms.checked(np, tf, spec, form, call, made)
     return Prepared(made, items, fed, checked)
 
 
@@ -376,7 +383,7 @@ def check(np: Any, tf: Any, spec: dict[str, Any]) -> dict[str, Any]:
     except LoadFailure as exc:
         return {"error": str(exc), "kind": "load"}
     except Exception as exc:
-        forms = _forms() if spec.get("form", "as-given") != "as-given" else None
+        forms = _forms() if (spec.get("form") or "as-given") != "as-given" else None
         if forms is not None and isinstance(exc, forms.FormRefused):
             return {"error": str(exc), "kind": "form"}
         if forms is not None and isinstance(exc, forms.FormMismatch):

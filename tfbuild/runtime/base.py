@@ -30,9 +30,9 @@ from tfbuild.store import Artifact
 PAYLOAD = Path(__file__).resolve().parent.parent / "bench" / "payload.py"
 """The benchmark payload: a file shipped into the runtime; it never imports tfbuild."""
 WORKLOAD_PAYLOAD = PAYLOAD.with_name("workload_payload.py")
+"""The payload's part that runs the user's own model, shipped beside it."""
 WORKLOAD_FORMS = PAYLOAD.with_name("workload_forms.py")
 """The other forms of a SavedModel workload, imported by workload_payload.py beside it."""
-"""The payload's part that runs the user's own model, shipped beside it."""
 STDERR_TAIL_LINES = 30
 # Fixed for every benchmark process, in every runtime.
 BASE_ENV = {"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}

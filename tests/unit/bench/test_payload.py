@@ -44,5 +44,7 @@ def test_payload_imports_only_stdlib_numpy_tensorflow(shipped: Path, beside: set
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):  # `from . import x`: x must be shipped beside
+            imported |= {alias.name for alias in node.names}
     allowed = set(sys.stdlib_module_names) | {"numpy", "tensorflow", "__future__"} | beside
     assert imported <= allowed, imported - allowed

@@ -4,6 +4,7 @@ LiteRT: tests/integration/test_forms.py.)"""
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -54,7 +55,9 @@ def test_nan_or_inf_where_the_as_given_form_has_none_fails_whatever_the_toleranc
     got = {"logits": np.array([[np.nan, -1.5, np.inf, 0.0]], np.float32)}
     result = check(got, atol=1e9, rtol=1e9)
     assert not result["ok"] and result["outputs"][0]["nonfinite"] == 2
-    with pytest.raises(forms.FormMismatch, match="2 NaN/Inf where it has none") as raised:
+    with pytest.raises(
+        forms.FormMismatch, match="2 NaN/Inf the as-given form does not have there"
+    ) as raised:
         forms.checked(np, TF, {"atol": 1e9}, "litert", lambda: REFERENCE, lambda: got)
     assert raised.value.check["tensorflow"] == "2.21.0"
     assert raised.value.check["interpreter"] == "ai-edge-litert"
@@ -63,9 +66,37 @@ def test_nan_or_inf_where_the_as_given_form_has_none_fails_whatever_the_toleranc
     assert forms.compare_outputs(np, both, both, 0.0, 0.0)["ok"]
 
 
+def test_nan_and_inf_must_be_where_the_as_given_form_has_them_and_of_its_sign() -> None:
+    reference = {"y": np.array([np.nan, np.inf, 1.0])}
+    assert forms.compare_outputs(np, reference, dict(reference), 0.0, 0.0)["ok"]
+    for other in ([0.0, np.inf, 1.0], [np.nan, -np.inf, 1.0], [np.nan, 5.0, 1.0]):
+        result = forms.compare_outputs(np, reference, {"y": np.array(other)}, 1e9, 1e9)
+        assert not result["ok"] and result["outputs"][0]["nonfinite"] == 1, other
+
+
+def test_integer_and_boolean_outputs_must_be_equal_whatever_the_tolerance() -> None:
+    ids = {"ids": np.array([20000, 3], np.int64), "mask": np.array([True, False])}
+    assert forms.compare_outputs(np, ids, dict(ids), 1.0, 1.0)["ok"]
+    off = {**ids, "ids": np.array([20005, 3], np.int64)}
+    result = forms.compare_outputs(np, ids, off, 1.0, 1.0)
+    assert not result["ok"] and result["outputs"][0]["max_abs"] == 5.0
+    flipped = {**ids, "mask": np.array([True, True])}
+    assert not forms.compare_outputs(np, ids, flipped, 1.0, 1.0)["ok"]
+
+
+def test_another_dtype_fails_and_says_both() -> None:
+    got = {"logits": REFERENCE["logits"].astype(np.float16)}
+    with pytest.raises(
+        forms.FormMismatch, match=re.escape("logits: float16 (1, 4), not float32 (1, 4)")
+    ):
+        forms.checked(np, TF, {}, "litert", lambda: REFERENCE, lambda: got)
+
+
 def test_a_missing_output_or_another_shape_fails() -> None:
     assert not check({})["ok"]
     assert check({})["outputs"][0]["missing"] == "form"
+    with pytest.raises(forms.FormMismatch, match="logits: missing from the litert form"):
+        forms.checked(np, TF, {}, "litert", lambda: REFERENCE, dict)
     assert not check({"logits": REFERENCE["logits"], "extra": np.zeros(1)})["ok"]
     other = check({"logits": REFERENCE["logits"].reshape(4, 1)})
     assert not other["ok"] and other["outputs"][0]["form_shape"] == [4, 1]
@@ -96,7 +127,7 @@ def test_outputs_of_one_value_make_the_check_prove_nothing() -> None:
             "the litert form is made from a SavedModel signature, not a keras",
         ),
         ("optimized", "script", False, "made from a SavedModel signature, not a script"),
-        ("litert", "savedmodel", True, "the litert form is not compiled by XLA"),
+        ("litert", "savedmodel", True, "the litert form cannot run under an XLA (jit) tuning"),
     ],
 )
 def test_a_form_the_workload_cannot_take_is_refused_before_loading(
@@ -104,5 +135,5 @@ def test_a_form_the_workload_cannot_take_is_refused_before_loading(
 ) -> None:
     assert "as-given" in FORMS and form not in ("as-given",)
     spec = {"kind": kind, "path": "/nonexistent", "form": form, "jit": jit}
-    with pytest.raises(forms.FormRefused, match=said.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(forms.FormRefused, match=re.escape(said)):
         prepare(np, None, spec)
