@@ -29,9 +29,11 @@ from tfbuild.files import locked  # noqa: E402
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: at least four workers. Much of the suite's time is spent waiting (on the
-    package index, the Docker engine, fixed-budget benchmark sessions), not computing."""
-    return max(4, os.cpu_count() or 1)
+    """`-n auto`: one worker more than the CPUs, at least three. The suite keeps two CPUs busy
+    from its first test to its last (waits on the package index and the Docker engine
+    overlap with other workers' computing), so a fourth worker on two CPUs only stretched
+    every test's wall time, the longest fixtures' beyond three minutes."""
+    return max(3, (os.cpu_count() or 1) + 1)
 
 
 ALONE = {"test_bench.py": 75, "test_looks.py": 10, "test_workload.py": 80}
