@@ -1,4 +1,5 @@
-"""tfbuild run as a user runs it: `python -m tfbuild` in a subprocess. With `plans_made`, the
+"""tfbuild run as a user runs it: `python -m tfbuild` in a subprocess (forked from a warm
+server, support/warm.py). With `plans_made`, the
 subprocess also records every plan tfbuild makes (a spy on tfbuild.plan.make.make_plan, seen
 through the interpreter's profile hook, so no import of it can escape)."""
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from support.env import TOY
+from support.warm import SERVER_OF_THIS_PROCESS
 
 RESULTS = TOY.parent / "results"
 """Committed results files: real sessions, and the golden outputs of `tfbuild compare`."""
@@ -55,15 +57,29 @@ def environment(env: dict[str, str] | None) -> dict[str, str]:
 
 
 def run_tfbuild(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    fresh: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the installed tfbuild as a user would (python -m tfbuild)."""
+    """Run the installed tfbuild as a user would (python -m tfbuild): forked from this test
+    process's warm server (support/warm.py), or, with `fresh`, another PYTHONPATH, or the
+    server busy with another thread's command, in a new interpreter."""
+    full = environment(env)
+    if not fresh and full.get("PYTHONPATH") == os.environ.get("PYTHONPATH"):
+        try:
+            done = SERVER_OF_THIS_PROCESS.run(list(args), cwd, full, timeout)
+        except RuntimeError:  # the server could not start: a new interpreter says why
+            done = None
+        if done is not None:
+            return done
     return subprocess.run(
         [sys.executable, "-m", "tfbuild", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
-        env=environment(env),
+        env=full,
         timeout=timeout,
         check=False,
     )

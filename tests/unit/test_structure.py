@@ -333,8 +333,10 @@ def test_the_runtime_interface_does_not_depend_on_its_docker_implementation() ->
     assert "tfbuild.engine" not in graph["tfbuild.runtime.base"]
 
 
-WHOLE = {"test_structure", "test_readme", "test_golden_files", "test_injection", "test_lock"}
-"""Unit tests of the repository as a whole, not of one module."""
+WHOLE = {"test_structure", "test_readme", "test_golden_files", "test_injection", "test_lock",
+         "test_warm"}  # fmt: skip
+"""Unit tests of the repository as a whole, not of one module (test_warm: of the tests' own
+way of running tfbuild, support/warm.py)."""
 
 
 TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
