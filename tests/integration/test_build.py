@@ -49,6 +49,43 @@ def stored(store: Path, variant: str) -> tuple[Path, dict[str, object]]:
     return folder / str(manifest["wheel"]), manifest
 
 
+def test_tensorflow_toolchain_stage_builds_for_real(base_image: str, tmp_path: Path) -> None:
+    """The TF 2.15 recipe up to its toolchain stage: clang-16, Python, bazelisk as `bazel`.
+    First in the file: the base image it needs is made once for the run (by whichever test
+    asks first), so its making is not added to the toy builds' minutes."""
+    matrix = load_matrix(FIXTURES / "render" / "matrix.yaml")
+    plan = make_plan(matrix, detect(), only=["cpu-2.15"])
+    _, rendered, settings = prepare(plan.planned("cpu-2.15"), plan, BuildOptions())
+    context = engine.Context()
+    context.add_text("Dockerfile", rendered.dockerfile)
+    context.add_text("tfbuild-build", rendered.build_script, mode=0o755)
+    context.add_text(PREFLIGHT, rendered.preflight, mode=0o755)
+    if settings.ca_bundle is not None:
+        context.add_path("ca-bundle.pem", settings.ca_bundle)
+    log = tmp_path / "toolchain.log"
+    with log.open("w") as fh:
+
+        def write(line: str) -> None:
+            fh.write(line + "\n")
+
+        image = engine.build_image(
+            context, "tfbuild/test-toolchain:2.15", write, target="toolchain"
+        )
+    assert image.startswith("sha256:")
+    probe = (
+        "clang-16 --version | head -1; python3 --version; "
+        "test -x /usr/local/bin/bazel && echo bazelisk; echo $USE_BAZEL_VERSION"
+    )
+    out = subprocess.run(
+        ["docker", "run", "--rm", "tfbuild/test-toolchain:2.15", "bash", "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "clang version 16" in out and "Python 3.11" in out
+    assert "bazelisk" in out and out.strip().endswith("6.1.0")
+
+
 @pytest.mark.parametrize(
     ("variant", "label", "copts"),
     [
@@ -301,41 +338,6 @@ def test_runtime_container_runs_wheel_without_network(toy_store: Path) -> None:
         code, _ = engine.run_to_end(created, lines.append, 120)
     assert code == 0, lines
     assert lines == ["avx2+fma 10001 False", "no network"]
-
-
-def test_tensorflow_toolchain_stage_builds_for_real(base_image: str, tmp_path: Path) -> None:
-    """The TF 2.15 recipe up to its toolchain stage: clang-16, Python, bazelisk as `bazel`."""
-    matrix = load_matrix(FIXTURES / "render" / "matrix.yaml")
-    plan = make_plan(matrix, detect(), only=["cpu-2.15"])
-    _, rendered, settings = prepare(plan.planned("cpu-2.15"), plan, BuildOptions())
-    context = engine.Context()
-    context.add_text("Dockerfile", rendered.dockerfile)
-    context.add_text("tfbuild-build", rendered.build_script, mode=0o755)
-    context.add_text(PREFLIGHT, rendered.preflight, mode=0o755)
-    if settings.ca_bundle is not None:
-        context.add_path("ca-bundle.pem", settings.ca_bundle)
-    log = tmp_path / "toolchain.log"
-    with log.open("w") as fh:
-
-        def write(line: str) -> None:
-            fh.write(line + "\n")
-
-        image = engine.build_image(
-            context, "tfbuild/test-toolchain:2.15", write, target="toolchain"
-        )
-    assert image.startswith("sha256:")
-    probe = (
-        "clang-16 --version | head -1; python3 --version; "
-        "test -x /usr/local/bin/bazel && echo bazelisk; echo $USE_BAZEL_VERSION"
-    )
-    out = subprocess.run(
-        ["docker", "run", "--rm", "tfbuild/test-toolchain:2.15", "bash", "-c", probe],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert "clang version 16" in out and "Python 3.11" in out
-    assert "bazelisk" in out and out.strip().endswith("6.1.0")
 
 
 def test_engine_missing_is_reported(tmp_path: Path) -> None:
