@@ -268,10 +268,12 @@ def install(
     log: Path,
     extras: Sequence[str] = (),
     report: Path | None = None,
+    beside: Sequence[str] = (),
 ) -> None:
     """Install a wheel and its dependencies, honouring per-variant constraints (numpy<2...);
-    `extras` are the wheel's own (and-cuda). With `report`, pip writes there what it
-    installed, each file with its hash (`installed` reads it)."""
+    `extras` are the wheel's own (and-cuda); `beside`, requirements resolved with it (a model
+    form's interpreter). With `report`, pip writes there what it installed, each file with its
+    hash (`installed` reads it)."""
     args = ["install", "--no-warn-script-location", *index_options(settings)]
     if report is not None:
         args += ["--report", str(report)]
@@ -282,7 +284,7 @@ def install(
         if constraints:
             args += ["--constraint", constraints_file]
         target = str(wheel) + (f"[{','.join(extras)}]" if extras else "")
-        _pip(python, [*args, target], log, f"installing {wheel.name}")
+        _pip(python, [*args, target, *beside], log, f"installing {wheel.name}")
     finally:
         Path(constraints_file).unlink(missing_ok=True)
 

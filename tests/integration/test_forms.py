@@ -214,3 +214,42 @@ def test_the_form_as_a_file_gives_the_recorded_outputs_without_tensorflow(
     """model.tflite, loaded by LiteRT's interpreter in a process that imports neither
     TensorFlow nor tfbuild, answers what the form answered."""
     assert float(run(tf_python, OUTSIDE, [litert], said["folder"])) == 0.0
+
+
+def test_a_session_ranks_the_forms_of_a_model_in_a_runtime_that_has_their_interpreter(
+    tf_workspace: Path, said: dict[str, Any], tmp_path: Path
+) -> None:
+    """`bench --workload DIR --forms as-given,optimized,litert`: the build's runtime (a
+    local venv) is installed with LiteRT's interpreter beside TensorFlow, resolved by one pip
+    install and recorded with its sha256; every form is a config of its own, measured in the
+    same rounds; the results record each config's form, and compare lists them apart."""
+    from support.cli import run_tfbuild
+
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
+    )
+    proc = run_tfbuild(
+        "bench", "--matrix", str(matrix), "--store", str(tf_workspace / "wheels"),
+        "--cache-dir", str(tf_workspace / "cache"), "--results", str(tmp_path / "r"),
+        "--runtime", "local", "--rounds", "2", "--workload", f"{said['folder']}/cnn",
+        "--batch", "2", "--calls", "5", "--forms", "as-given,optimized,litert",
+        timeout=1800,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    (path,) = (tmp_path / "r").glob("*.json")
+    document = json.loads(path.read_text())
+    forms = {c["key"]: c.get("form", "as-given") for c in document["configs"]}
+    assert forms == {"stock:default": "as-given", "stock:default~aa": "as-given",
+                     "stock:default:optimized": "optimized",
+                     "stock:default:litert": "litert"}  # fmt: skip
+    runs = document["runs"]
+    assert {r["config"] for r in runs if r["status"] == "ok"} == set(forms), [
+        r.get("failure") for r in runs if r["status"] != "ok"
+    ]
+    packages = {p["name"].lower(): p for p in document["variants"]["stock"]["runtime"]["packages"]}
+    assert packages["ai-edge-litert"]["version"] == "2.3.0"
+    assert len(packages["ai-edge-litert"]["sha256"]) == 64
+    shown = run_tfbuild("compare", str(path), env={"COLUMNS": "160"})
+    assert shown.returncode == 0, shown.stderr
+    assert "stock:default:litert" in shown.stdout and "stock:default:optimized" in shown.stdout

@@ -160,6 +160,7 @@ def choose(
         )
     if config.xla == "jit":  # measured with every graph function compiled by XLA
         threading.append("tf.function(..., jit_compile=True) around the model's call (xla: jit)")
+    threading += FORM_STEPS.get(config.form, [])
     packages = variant.runtime.packages if variant and variant.runtime else ()
     lock = tuple(p.requirement() for p in packages if p.sha256) + tuple(
         f"# {p.name}=={p.version} ({p.file}): pip recorded no hash for it, so it is not pinned"
@@ -181,6 +182,22 @@ def choose(
         threading=threading,
         lock=lock,
     )
+
+
+FORM_STEPS = {
+    "optimized": [
+        "the model in the form it was measured in (optimized): its signature frozen at its "
+        "inputs' shapes (convert_variables_to_constants_v2), optimized by grappler ahead of "
+        "time, called as a graph function (tfbuild/bench/workload_forms.py does it)"
+    ],
+    "litert": [
+        "the model in the form it was measured in (litert): its signature frozen at its "
+        "inputs' shapes, converted by this TensorFlow's TFLiteConverter.from_concrete_functions "
+        "(float32), run by ai_edge_litert's Interpreter with the tuning's intra-op threads "
+        "(tfbuild/bench/workload_forms.py does it)"
+    ],
+}
+"""What using a config measured in a model form other than as-given takes besides the build."""
 
 
 def choice_for(

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tfbuild.bench.workload import BENCHMARKS as WORKLOAD_BENCHMARKS
 from tfbuild.bench.workload import payload_spec
 from tfbuild.config.model import SuiteSettings
+from tfbuild.config.values import AS_GIVEN
 from tfbuild.results.model import DEFAULT_PROCESSES, ConfigEntry, ProcessPath, Workload
 from tfbuild.runtime.records import PayloadConfig
 from tfbuild.store import WheelStore
@@ -64,5 +66,10 @@ def payload_config(
         intra_op=config.intra_op,
         inter_op=config.inter_op,
         xla=config.xla,
-        workload=payload_spec(workload) if workload else None,
+        workload=None if workload is None else _with_form(payload_spec(workload), config.form),
     )
+
+
+def _with_form(spec: dict[str, Any], form: str) -> dict[str, Any]:
+    """The workload's spec, with the model form a config measures it in (none: as-given)."""
+    return spec if form == AS_GIVEN else {**spec, "form": form}

@@ -17,6 +17,7 @@ from tfbuild.bench.failures import classify, gpu_fallback
 from tfbuild.bench.options import SessionOptions, Workspace
 from tfbuild.bench.workload import payload_spec
 from tfbuild.config.suite import TRAINED
+from tfbuild.config.values import FORM_PACKAGES
 from tfbuild.errors import (
     BadWheel,
     EngineUnavailable,
@@ -69,6 +70,7 @@ def runtime_settings(results: Results, cache_dir: Path) -> RuntimeSettings:
         nano_cpus=recorded.nano_cpus,
         memory=recorded.memory,
         session=results.session.id,
+        beside=tuple(sorted({p for c in results.configs for p in FORM_PACKAGES.get(c.form, ())})),
     )
 
 

@@ -159,6 +159,7 @@ def new_results(plan: Plan, options: SessionOptions) -> Results:
                 env=dict(c.tuning.env),
                 peak=fp32_peak(plan.host, c.tuning.intra_op),
                 xla=c.tuning.xla,
+                form=c.form,
             )
             for c in plan.configs
         ),

@@ -362,6 +362,13 @@ WORKLOAD_OPTIONS = (
     ),
     click.option("--with-suite", is_flag=True, help="Run the fixed suite as well as --workload."),
     click.option(
+        "--forms",
+        metavar="FORM,...",
+        help="Model forms of a SavedModel --workload to measure besides as-given: optimized "
+        "(frozen, graph-optimized ahead of time) and litert (LiteRT's interpreter); each is "
+        "checked to give the as-given outputs first (default: the matrix's `forms:`).",
+    ),
+    click.option(
         "--signature",
         metavar="NAME",
         help="The SavedModel signature to call (default: serving_default).",

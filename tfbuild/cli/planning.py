@@ -23,6 +23,7 @@ from tfbuild.config.load import load_matrix
 from tfbuild.config.model import Matrix
 from tfbuild.config.settings import Setting, matrix_settings
 from tfbuild.config.tensorflow import tf_release
+from tfbuild.config.values import AS_GIVEN
 from tfbuild.engine import DockerInfo
 from tfbuild.errors import EngineUnavailable, InstallError, SelectionError, UsageError
 from tfbuild.machine.detect import detect
@@ -32,6 +33,7 @@ from tfbuild.plan.make import Plan, make_plan
 from tfbuild.plan.runtimes import ImageProbe, Runtimes, runtime_kind, runtimes_for
 from tfbuild.plan.select import select
 from tfbuild.resources import default_matrix_path
+from tfbuild.results.model import Workload
 
 
 def matrix_file(path: Path | None) -> Path:
@@ -190,6 +192,22 @@ def session_plan(
         if pv.variant.name in matrix.notes:
             note(matrix.notes[pv.variant.name])
     return plan
+
+
+def with_forms(matrix: Matrix, forms: tuple[str, ...], workload: Workload | None) -> Matrix:
+    """The matrix with the model forms the session measures (--forms over `forms:`), refused
+    before anything runs when a form other than as-given has no SavedModel to be made from."""
+    wanted = forms or matrix.forms
+    others = [f for f in wanted if f != AS_GIVEN]
+    if others and (workload is None or workload.kind != "savedmodel"):
+        given = "--forms" if forms else f"{matrix.path}: forms"
+        what = "no --workload" if workload is None else f"--workload is a {workload.kind}"
+        raise UsageError(
+            f"{given}: {', '.join(others)}: a model form is made from a SavedModel's signature, "
+            f"and this session has {what}; expected --workload DIR (a SavedModel) or only "
+            f"{AS_GIVEN}"
+        )
+    return dataclasses.replace(matrix, forms=(AS_GIVEN, *dict.fromkeys(others)))
 
 
 def with_baseline(plan: Plan) -> Plan:

@@ -32,17 +32,25 @@ from tfbuild.cli.options import (
     session_options,
     store_option,
 )
-from tfbuild.cli.planning import SessionMachine, read_matrix, session_plan, with_baseline
+from tfbuild.cli.planning import (
+    SessionMachine,
+    read_matrix,
+    session_plan,
+    with_baseline,
+    with_forms,
+)
 from tfbuild.cli.values import (
     Selection,
     SuiteRequest,
     cache_folder,
     console,
     parse_cpus,
+    parse_forms,
     parse_host_key,
     parse_weights,
     workload_request,
 )
+from tfbuild.config.values import AS_GIVEN
 from tfbuild.engine import DockerInfo
 from tfbuild.errors import EngineUnavailable, NotBuiltError, NothingRan
 from tfbuild.results.model import DEFAULT_PROCESSES, ProcessPath, Results
@@ -77,6 +85,8 @@ class SessionSettings:
     processes: ProcessPath = DEFAULT_PROCESSES
     weights: tuple[str, ...] = ()
     """--weight as typed (checked against the benchmarks the session measures)."""
+    forms: tuple[str, ...] = ()
+    """--forms (none given: the matrix's `forms:`)."""
 
     def workspace(self, engine_status: DockerInfo) -> Workspace:
         return _workspace(self.store, self.cache_dir, self.results_dir, engine_status)
@@ -115,6 +125,7 @@ class SessionSettings:
             with_suite=bool(params.get("with_suite")),
             processes=params.get("processes", DEFAULT_PROCESSES),
             weights=tuple(params.get("weights") or ()),
+            forms=parse_forms(params.get("forms")),
         )
 
 
@@ -252,6 +263,7 @@ def bench(**params: Any) -> None:
         reporter = make_reporter(settings.quiet)
         matrix = read_matrix(settings.matrix, settings.tensorflow)
         options = _options(settings, settings.suite.settings(matrix.suite))
+        matrix = with_forms(matrix, settings.forms, options.workload)
         with reporter:
             plan = session_plan(
                 matrix, settings.selection, settings.machine, engine_status, reporter.note
@@ -364,7 +376,8 @@ def _calibrate(settings: CalibrateSettings) -> Path:
     from tfbuild.progress import make_reporter
 
     engine_status = docker_status()
-    matrix = read_matrix(settings.matrix)
+    # the suite's noise is calibrated: a model form is the workload's, not the suite's
+    matrix = dataclasses.replace(read_matrix(settings.matrix), forms=(AS_GIVEN,))
     options = SessionOptions(
         suite=matrix.suite.settings,
         seed=settings.seed,
@@ -449,6 +462,7 @@ def run(build_sources: bool, fmt: str, **params: Any) -> None:
     engine_status = docker_status()
     workspace = settings.workspace(engine_status)
     options = _options(settings, settings.suite.settings(matrix.suite))
+    matrix = with_forms(matrix, settings.forms, options.workload)
     reporter = make_reporter(settings.quiet)
     skipped: list[str] = []
     with reporter:

@@ -19,10 +19,26 @@ from rich.console import Console
 
 from tfbuild.config.model import Budget, Suite, SuiteSettings
 from tfbuild.config.settings import user_cache
+from tfbuild.config.values import AS_GIVEN, FORMS, did_you_mean
 from tfbuild.errors import UsageError
 
 if TYPE_CHECKING:
     from tfbuild.bench.workload import WorkloadRequest
+
+
+def parse_forms(text: str | None) -> tuple[str, ...]:
+    """--forms as-given,litert: the model forms named, as-given always among them."""
+    if not text:
+        return ()
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown_ = [n for n in names if n not in FORMS]
+    if unknown_ or not names:
+        raise UsageError(
+            f"--forms {text!r}: unknown model form {', '.join(map(repr, unknown_))}; expected "
+            f"a comma-separated list of {', '.join(FORMS)}"
+            + (did_you_mean(unknown_[0], FORMS) if unknown_ else "")
+        )
+    return (AS_GIVEN, *dict.fromkeys(n for n in names if n != AS_GIVEN))
 
 
 def workload_request(params: Mapping[str, Any]) -> WorkloadRequest | None:

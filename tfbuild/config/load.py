@@ -1,5 +1,5 @@
-"""matrix.yaml: the variants to build or fetch, the runtime tunings, the suite, the baseline and
-the opt-in sets.
+"""matrix.yaml: the variants to build or fetch, the runtime tunings, the model forms, the suite,
+the baseline and the opt-in sets.
 
 The file is parsed once, here, into the frozen objects of tfbuild.config.model; nothing else reads
 YAML. Validation walks the YAML node tree so that every problem is reported as
@@ -27,11 +27,12 @@ from tfbuild.config.sections import (
     unique,
 )
 from tfbuild.config.tensorflow import accepted_releases, has_recipe, tf_release
-from tfbuild.config.values import SCHEMA_VERSION, TF_VERSION_RE
+from tfbuild.config.values import AS_GIVEN, FORMS, SCHEMA_VERSION, TF_VERSION_RE
 from tfbuild.config.variants import read_variant
 from tfbuild.config.yamlread import (
     Ctx,
     as_mapping,
+    choice,
     compose,
     integer,
     show,
@@ -57,7 +58,16 @@ def parse_matrix(text: str, file: str, base_dir: Path, tensorflow: str | None = 
         raise MatrixError(ctx.problems)
     top.where = "matrix"
     top.check_keys(
-        ["schema_version", "defaults", "variants", "tunings", "suite", "baseline", "opt_in"],
+        [
+            "schema_version",
+            "defaults",
+            "variants",
+            "tunings",
+            "forms",
+            "suite",
+            "baseline",
+            "opt_in",
+        ],
         required=["variants"],
     )
     if (n := top.get("schema_version")) is not None:
@@ -100,6 +110,7 @@ def parse_matrix(text: str, file: str, base_dir: Path, tensorflow: str | None = 
     unique(ctx, tunings, "name", "tuning", tnodes)
     if "tunings" not in top.items:
         tunings.append(Tuning(name="default"))
+    forms = read_forms(ctx, top.get("forms"))
     suite = read_suite(ctx, top.get("suite"))
     baseline = read_baseline(ctx, top.get("baseline"), variants, tunings)
     opt_in = read_opt_in(ctx, top.get("opt_in"), variants, baseline)
@@ -115,8 +126,28 @@ def parse_matrix(text: str, file: str, base_dir: Path, tensorflow: str | None = 
         suite=suite,
         baseline=baseline,
         opt_in=opt_in,
+        forms=forms,
         notes=dict(ctx.notes),
     )
+
+
+def read_forms(ctx: Ctx, node: yaml.Node | None) -> tuple[str, ...]:
+    """`forms:`, the model forms a SavedModel workload is measured in: as-given, which the
+    others' outputs are checked against and the baseline is, first; each at most once."""
+    if node is None:
+        return (AS_GIVEN,)
+    expected = f"a list of model forms, as-given among them ({', '.join(FORMS)})"
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        ctx.error(node, f"forms: expected {expected} (got {show(node)})")
+        return (AS_GIVEN,)
+    forms = [choice(ctx, n, f"forms[{i}]", FORMS, "model form") for i, n in enumerate(node.value)]
+    for i, (form, n) in enumerate(zip(forms, node.value, strict=True)):
+        if form is not None and form in forms[:i]:
+            ctx.error(n, f"forms[{i}]: {form} is listed twice; expected each form once")
+    if AS_GIVEN not in forms and all(f is not None for f in forms):
+        ctx.error(node, f"forms: {AS_GIVEN} is missing; expected {expected}: the baseline is "
+                  "measured as given, and every other form is checked against it")  # fmt: skip
+    return (AS_GIVEN, *dict.fromkeys(f for f in forms if f is not None and f != AS_GIVEN))
 
 
 def _override_tensorflow(defaults: Defaults, version: str) -> Defaults:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tfbuild.config.values import Source, unknown
+from tfbuild.config.values import AS_GIVEN, Source, unknown
 from tfbuild.errors import SelectionError
 
 
@@ -264,6 +264,8 @@ class Matrix:
     suite: Suite
     baseline: Baseline
     opt_in: tuple[OptIn, ...] = ()
+    forms: tuple[str, ...] = (AS_GIVEN,)
+    """The model forms each (variant, tuning) is measured in (`forms:`), as-given first."""
     notes: Mapping[str, str] = field(default_factory=dict, compare=False)
     """variant name -> what reading the matrix did to it that a person should know (kept on
     the declared release by --tensorflow): said by the commands that build or run it."""

@@ -140,6 +140,14 @@ def unknown(kind: str, value: str, known: Sequence[str]) -> str:
     return message + did_you_mean(value, known)
 
 
+AS_GIVEN = "as-given"
+FORMS = (AS_GIVEN, "optimized", "litert")
+"""The forms a SavedModel workload is measured in (tfbuild/bench/workload_forms.py makes them in
+the runtime): as handed over; frozen and optimized ahead of time by TensorFlow's graph
+optimizer; converted by the build's own TFLiteConverter and run by LiteRT's interpreter."""
+FORM_PACKAGES = {"litert": ("ai-edge-litert==2.3.0",)}
+"""What a form needs installed beside the build's wheel, resolved with it by one pip install
+(the versions pip picks, each with its sha256, are recorded with the runtime)."""
 XLA_AUTO_FLAGS = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
 """TF_XLA_FLAGS of a tuning with `xla: auto`: auto-clustering, on the CPU as well."""
 XLA_MODES = {

@@ -11,7 +11,7 @@ from typing import Any
 
 from tfbuild.config.model import Matrix, Tuning, Variant
 from tfbuild.config.tensorflow import releases, tf_release
-from tfbuild.config.values import KNOWN_ENV, XLA_AUTO_FLAGS
+from tfbuild.config.values import AS_GIVEN, KNOWN_ENV, XLA_AUTO_FLAGS
 from tfbuild.files import digest
 from tfbuild.machine import cpu
 from tfbuild.machine.profile import GpuInfo, HostProfile, load_profile
@@ -96,10 +96,17 @@ class ResolvedTuning:
 class Config:
     variant: PlannedVariant
     tuning: ResolvedTuning
+    form: str = AS_GIVEN
+    """The model form the workload is measured in (tfbuild.config.values.FORMS)."""
 
     @property
     def key(self) -> str:
-        return f"{self.variant.variant.name}:{self.tuning.name}"
+        """VARIANT:TUNING, and :FORM for a form other than as-given."""
+        return config_key(self.variant.variant.name, self.tuning.name, self.form)
+
+
+def config_key(variant: str, tuning: str, form: str = AS_GIVEN) -> str:
+    return f"{variant}:{tuning}" + ("" if form == AS_GIVEN else f":{form}")
 
 
 @dataclass(frozen=True)
@@ -321,7 +328,9 @@ def make_plan(
             )
         if tuning.name not in resolved:
             resolved[tuning.name] = resolve_tuning(tuning, host)
-    configs = tuple(Config(planned[v.name], resolved[t.name]) for v, t in pairs)
+    configs = tuple(
+        Config(planned[v.name], resolved[t.name], form) for v, t in pairs for form in matrix.forms
+    )
     return Plan(
         matrix=matrix,
         host=host,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tfbuild.config.model import INHERIT_PIP, PipSettings
+from tfbuild.config.values import AS_GIVEN
 from tfbuild.errors import ResultsError
 from tfbuild.jsonrecords import record
 from tfbuild.machine.peak import Peak
@@ -276,6 +277,7 @@ def _config(data: Mapping[str, Any]) -> ConfigEntry:
         env=dict(data.get("env") or {}),
         peak=_opt(data.get("peak"), lambda p: record(Peak, p)),
         xla=data.get("xla"),
+        form=data.get("form", AS_GIVEN),
     )
 
 
@@ -472,7 +474,8 @@ def process_json(run: ProcessRecord[T], entry: Callable[[T], dict[str, Any]]) ->
 def _config_json(c: ConfigEntry) -> dict[str, Any]:
     data = {k: getattr(c, k) for k in ("key", "variant", "tuning", "aa", "intra_op", "inter_op")}
     data |= {"env": dict(c.env), "peak": c.peak.to_json() if c.peak else None}
-    return data | ({"xla": c.xla} if c.xla else {})
+    data |= {"xla": c.xla} if c.xla else {}
+    return data | ({"form": c.form} if c.form != AS_GIVEN else {})
 
 
 def _wheel_json(w: WheelRecord) -> dict[str, Any]:

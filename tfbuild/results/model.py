@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar, get_args
 
 from tfbuild.config.model import PipSettings
+from tfbuild.config.values import AS_GIVEN
 from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import HostProfile
 from tfbuild.results.rules import DECISIONS, rules
@@ -139,6 +140,8 @@ class ConfigEntry:
     peak: Peak | None = None
     xla: str | None = None
     """jit or auto (the tuning's `xla`), None without XLA."""
+    form: str = AS_GIVEN
+    """The model form the workload was measured in; as-given in results from before forms."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -529,12 +532,15 @@ def config_entry(
     env: Mapping[str, str] | None = None,
     peak: Peak | None = None,
 ) -> ConfigEntry:
-    """The entry of config `key` ("variant:tuning", with "~aa" for the A/A copy)."""
-    variant, _, tuning = key.removesuffix(AA_SUFFIX).partition(":")
+    """The entry of config `key` ("variant:tuning", ":form" after it for a form other than
+    as-given, with "~aa" for the A/A copy)."""
+    variant, _, rest = key.removesuffix(AA_SUFFIX).partition(":")
+    tuning, _, form = rest.partition(":")
     return ConfigEntry(
         key=key,
         variant=variant,
         tuning=tuning,
+        form=form or AS_GIVEN,
         aa=is_aa(key),
         intra_op=intra_op,
         inter_op=inter_op,

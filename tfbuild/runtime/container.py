@@ -197,9 +197,11 @@ class DockerRuntime(RuntimeEnv):
         nano_cpus: int | None = None,
         memory: str | None = None,
         session: str | None = None,
+        beside: tuple[str, ...] = (),
     ) -> None:
         super().__init__(artifact)
         self.settings = settings
+        self.beside = beside
         self.base_image = base_image
         self.template_dirs = template_dirs
         self.log_dir = log_dir
@@ -223,6 +225,7 @@ class DockerRuntime(RuntimeEnv):
                 "sha256": self.artifact.sha256,
                 "uid": engine.BENCH_UID,
                 "report": pip.REPORT,
+                "beside": list(self.beside),
             },
         )
 

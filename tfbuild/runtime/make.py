@@ -26,10 +26,12 @@ class RuntimeSettings:
     nano_cpus: int | None = None
     memory: str | None = None
     session: str | None = None
+    beside: tuple[str, ...] = ()
+    """Requirements installed with each wheel (the interpreter of a model form measured)."""
 
 
 def _local(artifact: Artifact, settings: RuntimeSettings) -> RuntimeEnv:
-    return LocalVenv(artifact, settings.cache_dir, settings.pip)
+    return LocalVenv(artifact, settings.cache_dir, settings.pip, beside=settings.beside)
 
 
 def _docker(artifact: Artifact, settings: RuntimeSettings) -> RuntimeEnv:
@@ -43,6 +45,7 @@ def _docker(artifact: Artifact, settings: RuntimeSettings) -> RuntimeEnv:
         nano_cpus=settings.nano_cpus,
         memory=settings.memory,
         session=settings.session,
+        beside=settings.beside,
     )
 
 

@@ -64,9 +64,11 @@ class LocalVenv(RuntimeEnv):
         cache_dir: Path,
         settings: PipSettings,
         python: str | None = None,
+        beside: tuple[str, ...] = (),
     ) -> None:
         super().__init__(artifact)
         self.settings = settings
+        self.beside = beside
         self.python = python or interpreter_for(artifact)
         base = getattr(sys, "_base_executable", sys.executable)
         identity = {
@@ -79,6 +81,8 @@ class LocalVenv(RuntimeEnv):
         }
         if artifact.extras:
             identity["extras"] = sorted(artifact.extras)
+        if beside:
+            identity["beside"] = sorted(beside)
         self.key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:24]
         self.path = cache_dir / "venvs" / self.key
         self.interpreter = self.path / "bin" / "python"
@@ -126,6 +130,7 @@ class LocalVenv(RuntimeEnv):
                     log,
                     self.artifact.extras,
                     self.path / pip.REPORT,
+                    self.beside,
                 )
                 atomic_write_json(
                     self.path / READY_MARKER,

@@ -214,3 +214,21 @@ def test_requirements_need_a_recorded_runtime_of_one_machine(tmp_path: Path) -> 
     both = compare(str(here), str(elsewhere), "--requirements", str(lock))
     assert both.returncode == 64 and "the results are from 2 machine classes" in both.stderr
     assert not lock.exists() and "Traceback" not in proc.stderr + both.stderr
+
+
+def test_use_this_of_a_model_form_says_the_form_and_how_it_is_made(tmp_path: Path) -> None:
+    """A session whose fastest config ran the model converted to LiteRT: the answer names
+    VARIANT:TUNING:litert, and what to use says the model must be in that form and how it was
+    made; the as-given config of the same build and tuning is another config, never pooled
+    with it."""
+    doc = session({"base:default:litert": 2.0, "base:single": 1.0}, seed=3)
+    forms = {c.key: c.form for c in doc.configs}
+    assert forms["base:default"] == "as-given" and forms["base:default:litert"] == "litert"
+    proc = compare(str(write(tmp_path / "session.json", doc)), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert '"base:default:litert"' in proc.stdout
+    text = compare(str(tmp_path / "session.json")).stdout
+    assert text.startswith("Use base:default:litert"), text[:300]
+    said = " ".join(text.split())
+    assert "the model in the form it was measured in (litert)" in said
+    assert "TFLiteConverter.from_concrete_functions" in said

@@ -16,6 +16,7 @@ from tfbuild.cli.values import (
     SuiteRequest,
     cache_folder,
     parse_cpus,
+    parse_forms,
     parse_fraction,
     parse_host_key,
     parse_weights,
@@ -175,3 +176,36 @@ def test_a_session_refuses_a_weight_before_anything_runs(tmp_path: Path) -> None
     )
     assert "did you mean 'gru-keras'?" in proc.stderr and "Traceback" not in proc.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_forms_are_named_on_the_command_as_given_among_them() -> None:
+    assert parse_forms(None) == ()
+    assert parse_forms("litert") == ("as-given", "litert")
+    assert parse_forms("optimized, as-given,optimized") == ("as-given", "optimized")
+    with pytest.raises(UsageError, match=r"unknown model form 'litrt'.*did you mean 'litert'"):
+        parse_forms("as-given,litrt")
+
+
+def test_a_form_without_a_savedmodel_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """--forms (or the matrix's `forms:`) with no --workload, or with a script, which no form
+    can be made from: refused with the reason (exit 64), nothing fetched or measured."""
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
+    )
+    script = tmp_path / "model.py"
+    script.write_text("def step(state):\n    return None\n")
+    common = ["bench", "--matrix", str(matrix), "--store", str(tmp_path / "w"),
+              "--results", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+    proc = run_tfbuild(*common, "--forms", "as-given,litert")
+    assert proc.returncode == 64, proc.stderr
+    assert proc.stderr.startswith(
+        "tfbuild: --forms: litert: a model form is made from a SavedModel's signature, and "
+        "this session has no --workload; expected --workload DIR (a SavedModel)"
+    ), proc.stderr
+    matrix.write_text(matrix.read_text() + "forms: [as-given, optimized]\n")
+    proc = run_tfbuild(*common, "--workload", str(script))
+    assert proc.returncode == 64, proc.stderr
+    assert f"tfbuild: {matrix}: forms: optimized: a model form is made" in proc.stderr
+    assert "--workload is a script" in proc.stderr
+    assert not (tmp_path / "w").exists() and not (tmp_path / "r").exists()

@@ -579,3 +579,22 @@ def test_a_new_release_leaves_a_variant_whose_config_it_dropped_on_the_declared_
     later = DROPPED.replace('"2.21.0"', '"2.22.0rc0"')
     stays = parse_matrix(later, "matrix.yaml", Path("/srv"), "2.22.0rc0")
     assert {v.tensorflow for v in stays.variants} == {"2.22.0rc0"} and stays.notes == {}
+
+
+def test_forms_are_as_given_unless_listed_and_each_is_checked() -> None:
+    """`forms:` lists the model forms a SavedModel workload is measured in: as-given first
+    whatever the order written, each once; a form that is unknown, listed twice, or a list
+    without as-given (what the others are checked against) is refused at its line."""
+    variants = "variants:\n  - {name: v, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
+    assert parse(variants).forms == ("as-given",)
+    assert parse(variants + "forms: [litert, as-given, optimized]\n").forms == (
+        "as-given", "litert", "optimized"
+    )  # fmt: skip
+    for forms, expected in [
+        ("[as-given, lite]", r"matrix\.yaml:3:19: forms\[1\]: unknown model form \(got 'lite';"),
+        ("[as-given, litert, litert]", r"matrix\.yaml:3:27: forms\[2\]: litert is listed twice"),
+        ("[optimized]", r"matrix\.yaml:3:8: forms: as-given is missing"),
+        ("litert", r"matrix\.yaml:3:8: forms: expected a list of model forms"),
+    ]:
+        with pytest.raises(MatrixError, match=expected):
+            parse(variants + f"forms: {forms}\n")

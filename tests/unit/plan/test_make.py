@@ -291,3 +291,21 @@ def test_a_retired_era_is_refused_at_plan_time_with_why(tmp_path: Path) -> None:
                        "avx2-fma", "--store", str(tmp_path / "wheels"))  # fmt: skip
     assert proc.returncode == 64, proc.stderr
     assert proc.stderr.strip() == f"tfbuild: {reason}" and "about" not in proc.stderr
+
+
+def test_configs_are_builds_times_tunings_times_forms(tmp_path: Path) -> None:
+    """Each selected (variant, tuning) in each model form; as-given keeps the key a session
+    without forms wrote (VARIANT:TUNING), another form is VARIANT:TUNING:FORM."""
+    path = tmp_path / "matrix.yaml"
+    path.write_text(
+        "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
+        "tunings:\n  - {name: default}\n  - {name: single-thread, intra_op: 1}\n"
+        "forms: [as-given, litert]\n"
+    )
+    plan = make_plan(load_matrix(path), fleet("haswell-xeon-e5-2680v3"))
+    assert [(c.key, c.form) for c in plan.configs] == [
+        ("stock:default", "as-given"),
+        ("stock:default:litert", "litert"),
+        ("stock:single-thread", "as-given"),
+        ("stock:single-thread:litert", "litert"),
+    ]

@@ -162,3 +162,37 @@ def test_a_session_keeps_the_weights_it_was_decided_on(tmp_path: Path) -> None:
     document["suite"]["weights"]["gru-keras"] = -1
     assert [e.json_path for e in declared.iter_errors(document)] == ["$.suite.weights['gru-keras']"]
     assert "weights" not in to_json(recorded)["suite"]
+
+
+def test_a_config_keeps_its_model_form_and_older_results_read_as_given(tmp_path: Path) -> None:
+    """A config measured in a model form records it (key VARIANT:TUNING:FORM, and `form`):
+    written and read back it is as it was, and the file passes the declared schema, which
+    refuses a form it does not know; a config recorded before forms reads as as-given and is
+    written without the key."""
+    import jsonschema
+    from support.env import FIXTURES
+    from support.synthetic import session, write
+
+    from tfbuild.resources import data_path
+    from tfbuild.results.codec import to_json
+    from tfbuild.results.schema import SCHEMA_FILE
+
+    old = load(FIXTURES / "results" / "aa-run.json")
+    assert {c.form for c in old.configs} == {"as-given"}
+    assert all("form" not in c for c in to_json(old)["configs"])
+    path = write(tmp_path / "forms.json", session({"base:default:optimized": 1.5}))
+    again = load(path)
+    assert {c.key: c.form for c in again.configs} == {
+        "base:default": "as-given", "base:default~aa": "as-given",
+        "base:default:optimized": "optimized",
+    }  # fmt: skip
+    declared = jsonschema.Draft202012Validator(json.loads(data_path(SCHEMA_FILE).read_text()))
+    document = json.loads(path.read_text())
+    assert list(declared.iter_errors(document)) == []
+    (entry,) = [c for c in document["configs"] if c.get("form")]
+    assert entry["form"] == "optimized" and entry["key"] == "base:default:optimized"
+    entry["form"], entry["key"] = "lite", "base:default:lite"
+    assert len(list(declared.iter_errors(document))) == 2
+    path.write_text(json.dumps(document))
+    proc = compare(str(path))
+    assert proc.returncode != 0 and "base:default:lite" in proc.stderr, proc.stderr
