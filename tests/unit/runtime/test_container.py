@@ -132,3 +132,30 @@ def test_a_container_runtime_is_described_as_results_record_it(
     monkeypatch.setattr(engine, "image_info", lambda tag: None)
     gone = runtime(tmp_path).describe().to_json()
     assert gone["image_id"] is None and gone["cpuset"] is None and len(gone) == 9
+
+
+def test_what_a_form_needs_is_installed_by_the_wheels_own_pip_line(tmp_path: Path) -> None:
+    """A runtime asked for ai-edge-litert (a session measuring litert) installs it in the
+    wheel's pip command, each requirement quoted for the shell, and the script's next line is
+    still its own; without it the line is as before. bash reads both scripts."""
+    import shlex
+    import subprocess
+
+    from tfbuild.build.render import template_dirs
+    from tfbuild.config.model import INHERIT_PIP
+
+    wheel = tmp_path / "tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    wheel.write_bytes(b"")
+    artifact = Artifact("tf2.21-py3.11-stock", wheel, "0" * 64, (), None)
+    scripts = {}
+    for beside in ((), ("ai-edge-litert==2.3.0", "a b")):
+        runtime = DockerRuntime(artifact, settings=INHERIT_PIP, base_image="b",
+                                template_dirs=template_dirs(None), log_dir=tmp_path,
+                                beside=beside)  # fmt: skip
+        script = scripts[beside] = runtime._script()
+        lines = script.splitlines()
+        (at,) = [i for i, line in enumerate(lines) if "./wheel/" in line]
+        assert shlex.split(lines[at]) == [f"./wheel/{wheel.name}", *beside]
+        assert lines[at + 1] == "cd /"
+        assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
+    assert scripts[()] != scripts[("ai-edge-litert==2.3.0", "a b")]
