@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from support.env import TOY
-from support.warm import SERVER_OF_THIS_PROCESS
+from support.warm import SERVER_OF_THIS_PROCESS, Unavailable
 
 RESULTS = TOY.parent / "results"
 """Committed results files: real sessions, and the golden outputs of `tfbuild compare`."""
@@ -70,7 +70,7 @@ def run_tfbuild(
     if not fresh and full.get("PYTHONPATH") == os.environ.get("PYTHONPATH"):
         try:
             done = SERVER_OF_THIS_PROCESS.run(list(args), cwd, full, timeout)
-        except RuntimeError:  # the server could not start: a new interpreter says why
+        except Unavailable:  # nothing ran: a new interpreter runs it (and says why it fails)
             done = None
         if done is not None:
             return done

@@ -15,6 +15,7 @@ ends when the test process does (its request pipe closes)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -69,6 +70,9 @@ request = serve()
 os.chdir(request["cwd"])
 os.environ.clear()
 os.environ.update(request["env"])
+# The one setting a tfbuild module reads from the environment as it is imported (a class
+# attribute), read again from this command's.
+tfbuild.cli.options.Flags.debug = bool(os.environ.get("TFBUILD_DEBUG"))
 for fd, path in ((1, request["out"]), (2, request["err"])):
     opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(opened, fd)
@@ -132,16 +136,36 @@ class Server:
             out, err = Path(folder) / "out", Path(folder) / "err"
             request = {"args": args, "cwd": str(cwd or Path.cwd()), "env": env,
                        "out": str(out), "err": str(err)}  # fmt: skip
-            proc.stdin.write((json.dumps(request) + "\n").encode())
-            proc.stdin.flush()
-            pid = int(_line(replies, None))
+            try:
+                proc.stdin.write((json.dumps(request) + "\n").encode())
+                proc.stdin.flush()
+                pid = int(_line(replies, None))
+            except (OSError, ValueError, RuntimeError) as exc:  # the command never started
+                self._discard()
+                raise Unavailable(str(exc)) from exc
             try:
                 code = int(_line(replies, time.monotonic() + timeout))
             except TimeoutError:
-                os.kill(pid, signal.SIGKILL)
-                _line(replies, None)
+                with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                    os.kill(pid, signal.SIGKILL)
+                _line(replies, None)  # its exit status, once the server has reaped it: in step
                 raise subprocess.TimeoutExpired(command, timeout, _read(out), _read(err)) from None
+            except BaseException:  # out of step with the server: never used again
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                self._discard()
+                raise
             return subprocess.CompletedProcess(command, code, _read(out), _read(err))
+
+    def _discard(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+class Unavailable(Exception):
+    """The server could not take the command (it did not start, or ended): nothing ran."""
 
 
 def _line(fd: int, deadline: float | None) -> str:

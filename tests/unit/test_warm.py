@@ -54,6 +54,8 @@ def test_commands_forked_give_what_a_new_interpreter_gives(tmp_path: Path) -> No
     (tmp_path / "bad.yaml").write_text(BAD)
     assert "did you mean 'fma'?" in both("matrix", "--matrix", "bad.yaml", cwd=tmp_path)
     assert "Traceback" in both("matrix", "--matrix", "bad.yaml", "--debug", cwd=tmp_path)
+    debug = {"TFBUILD_DEBUG": "1"}  # read as tfbuild.cli.options is imported
+    assert "Traceback" in both("matrix", "--matrix", "bad.yaml", cwd=tmp_path, env=debug)
 
 
 def test_a_command_past_its_timeout_is_killed_and_the_server_serves_on() -> None:

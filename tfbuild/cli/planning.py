@@ -194,11 +194,19 @@ def session_plan(
     return plan
 
 
-def with_forms(matrix: Matrix, forms: tuple[str, ...], workload: Workload | None) -> Matrix:
+def with_forms(
+    matrix: Matrix, forms: tuple[str, ...], workload: Workload | None, with_suite: bool = False
+) -> Matrix:
     """The matrix with the model forms the session measures (--forms over `forms:`), refused
-    before anything runs when a form other than as-given has no SavedModel to be made from."""
+    before anything runs when a form other than as-given has no SavedModel to be made from,
+    or with --with-suite (the suite, which no form changes, would run again in each)."""
     wanted = forms or matrix.forms
     others = [f for f in wanted if f != AS_GIVEN]
+    if others and with_suite:
+        raise UsageError(
+            f"--with-suite with model forms ({', '.join(others)}): the suite runs the same in "
+            "every form, so each form would run it again; run the suite in a session of its own"
+        )
     if others and (workload is None or workload.kind != "savedmodel"):
         given = "--forms" if forms else f"{matrix.path}: forms"
         what = "no --workload" if workload is None else f"--workload is a {workload.kind}"

@@ -263,7 +263,7 @@ def bench(**params: Any) -> None:
         reporter = make_reporter(settings.quiet)
         matrix = read_matrix(settings.matrix, settings.tensorflow)
         options = _options(settings, settings.suite.settings(matrix.suite))
-        matrix = with_forms(matrix, settings.forms, options.workload)
+        matrix = with_forms(matrix, settings.forms, options.workload, settings.with_suite)
         with reporter:
             plan = session_plan(
                 matrix, settings.selection, settings.machine, engine_status, reporter.note
@@ -462,7 +462,7 @@ def run(build_sources: bool, fmt: str, **params: Any) -> None:
     engine_status = docker_status()
     workspace = settings.workspace(engine_status)
     options = _options(settings, settings.suite.settings(matrix.suite))
-    matrix = with_forms(matrix, settings.forms, options.workload)
+    matrix = with_forms(matrix, settings.forms, options.workload, settings.with_suite)
     reporter = make_reporter(settings.quiet)
     skipped: list[str] = []
     with reporter:

@@ -440,7 +440,9 @@ def choice_lines(r: HostReport) -> list[str]:
     if c is None:
         return ["Nothing to recommend: no config has results."]
     if r.answer.decided:
-        head = f"Use {c.variant} with tuning {c.tuning}: {c.reason}."
+        form = c.config.split(":")[2] if c.config.count(":") == 2 else None
+        shape = f", the model in its {form} form" if form else ""
+        head = f"Use {c.variant} with tuning {c.tuning}{shape}: {c.reason}."
     else:
         head = f"Not settled yet (see the answer above): {c.reason}."
     lines = textwrap.wrap(

@@ -230,5 +230,6 @@ def test_use_this_of_a_model_form_says_the_form_and_how_it_is_made(tmp_path: Pat
     text = compare(str(tmp_path / "session.json")).stdout
     assert text.startswith("Use base:default:litert"), text[:300]
     said = " ".join(text.split())
+    assert "# Use base with tuning default, the model in its litert form:" in said
     assert "the model in the form it was measured in (litert)" in said
     assert "TFLiteConverter.from_concrete_functions" in said

@@ -208,4 +208,6 @@ def test_a_form_without_a_savedmodel_is_refused_before_anything_runs(tmp_path: P
     assert proc.returncode == 64, proc.stderr
     assert f"tfbuild: {matrix}: forms: optimized: a model form is made" in proc.stderr
     assert "--workload is a script" in proc.stderr
+    proc = run_tfbuild(*common, "--workload", str(script), "--with-suite")
+    assert proc.returncode == 64 and "--with-suite with model forms (optimized)" in proc.stderr
     assert not (tmp_path / "w").exists() and not (tmp_path / "r").exists()
