@@ -159,3 +159,11 @@ class WorkloadError(TfbuildError):
     without step(state)."""
 
     exit_code = 15
+
+
+class FormFailed(TfbuildError):
+    """A model form cannot be made from this model with this TensorFlow (an op LiteRT lacks, a
+    converter that refuses it), or its outputs differ from the as-given form's beyond the
+    tolerances."""
+
+    exit_code = 16

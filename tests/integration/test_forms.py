@@ -81,10 +81,9 @@ for form in ("litert", "optimized"):
         np, tf, {"kind": "savedmodel", "path": out + "/two", "form": form, "batch": 2}
     )
 
-# The form as a file: what the litert form ran, and the outputs it gave, for a process that
-# has no TensorFlow and no tfbuild to load.
+# The outputs the litert form gave, for the file `tfbuild export` writes to be held to in a
+# process that has no TensorFlow and no tfbuild.
 prepared = wp.prepare(np, tf, {**cnn, "form": "litert", "threads": 1})
-open(out + "/model.tflite", "wb").write(prepared.call.flatbuffer)
 loaded = tf.saved_model.load(out + "/cnn")
 fn = loaded.signatures["serving_default"]
 (name,) = fn.structured_input_signature[1]
@@ -208,12 +207,42 @@ def test_an_op_litert_lacks_is_refused_with_its_name(said: dict[str, Any]) -> No
     }
 
 
-def test_the_form_as_a_file_gives_the_recorded_outputs_without_tensorflow(
+def test_the_exported_form_gives_the_recorded_outputs_without_tensorflow(
     tf_python: Path, litert: Path, said: dict[str, Any]
 ) -> None:
-    """model.tflite, loaded by LiteRT's interpreter in a process that imports neither
-    TensorFlow nor tfbuild, answers what the form answered."""
-    assert float(run(tf_python, OUTSIDE, [litert], said["folder"])) == 0.0
+    """`tfbuild export --form litert` with the runtime's Python writes model.tflite once its
+    outputs agree with the signature's, says its sha256, the check's figures and what made it;
+    loaded by LiteRT's interpreter in a process that imports neither TensorFlow nor tfbuild,
+    it answers what the form answered in the session's code. A Python without the
+    interpreter package is told what to install, and nothing is written."""
+    from support.cli import run_tfbuild
+
+    from tfbuild.files import sha256_of
+
+    folder = Path(said["folder"])
+    out = folder / "model.tflite"
+    args = ("export", "--workload", str(folder / "cnn"), "--batch", "2", "--threads", "1",
+            "--python", str(tf_python), "-o", str(out))  # fmt: skip
+    missing = run_tfbuild(*args)  # no ai-edge-litert beside this TensorFlow
+    assert missing.returncode == 12, missing.stdout + missing.stderr
+    assert "pip install ai-edge-litert==2.3.0" in missing.stderr and not out.exists()
+    proc = run_tfbuild(*args, env={"PYTHONPATH": str(litert)}, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"Wrote {out}: the litert form, ")
+    assert lines[1] == f"sha256: {sha256_of(out)}"
+    said_of = " ".join(proc.stdout.split())
+    assert "Checked on the inputs inputs float32 (2,16,16,3): max abs error " in said_of, said_of
+    assert f"the litert form, {out.stat().st_size / 1e3:.0f} kB" in lines[0]
+    assert "Made by TensorFlow 2.21.0's converter; run it with ai-edge-litert 2.3.0" in said_of
+    assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
+    assert float(run(tf_python, OUTSIDE, [litert], str(folder))) <= 1e-6
+    refused = run_tfbuild("export", "--workload", str(folder / "det"), "--python",
+                          str(tf_python), "-o", str(folder / "det.tflite"),
+                          env={"PYTHONPATH": str(litert)}, timeout=900)  # fmt: skip
+    assert refused.returncode == 16, refused.stdout + refused.stderr
+    assert "ops LiteRT lacks: MatrixDeterminant" in refused.stderr
+    assert not (folder / "det.tflite").exists()
 
 
 def test_a_session_ranks_the_forms_of_a_model_in_a_runtime_that_has_their_interpreter(
@@ -250,6 +279,23 @@ def test_a_session_ranks_the_forms_of_a_model_in_a_runtime_that_has_their_interp
     packages = {p["name"].lower(): p for p in document["variants"]["stock"]["runtime"]["packages"]}
     assert packages["ai-edge-litert"]["version"] == "2.3.0"
     assert len(packages["ai-edge-litert"]["sha256"]) == 64
+    # each process of a form checked it against the as-given outputs before timing it, and
+    # its run records the figures and what made it: this TensorFlow, LiteRT's interpreter
+    for form in ("optimized", "litert"):
+        checks = [r["form_check"] for r in runs if r["config"] == f"stock:default:{form}"]
+        assert len(checks) == 2 and all(c["ok"] and c["form"] == form for c in checks), checks
+        assert all(c["tensorflow"] == "2.21.0" and not c["uniform"] for c in checks)
+        assert all(0 <= o["max_abs"] <= c["atol"] + c["rtol"] for c in checks for o in c["outputs"])
+    assert {c.get("interpreter_version") for r in runs if (c := r.get("form_check"))} == {
+        None,
+        "2.3.0",
+    }  # optimized runs in TensorFlow; litert in ai-edge-litert 2.3.0
+    assert not any("form_check" in r for r in runs if r["config"].count(":") == 1)
     shown = run_tfbuild("compare", str(path), env={"COLUMNS": "160"})
     assert shown.returncode == 0, shown.stderr
     assert "stock:default:litert" in shown.stdout and "stock:default:optimized" in shown.stdout
+    said_of = " ".join(shown.stdout.split())
+    for form in ("optimized", "litert"):
+        assert f"Form {form} of stock: max abs error " in said_of, said_of[:3000]
+    assert "within them in all 2 processes; made by TensorFlow 2.21.0's converter, " \
+        "ai-edge-litert 2.3.0" in said_of  # fmt: skip

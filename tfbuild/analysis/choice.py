@@ -193,8 +193,9 @@ FORM_STEPS = {
     "litert": [
         "the model in the form it was measured in (litert): its signature frozen at its "
         "inputs' shapes, converted by this TensorFlow's TFLiteConverter.from_concrete_functions "
-        "(float32), run by ai_edge_litert's Interpreter with the tuning's intra-op threads "
-        "(tfbuild/bench/workload_forms.py does it)"
+        "(float32), run by ai_edge_litert's Interpreter with the tuning's intra-op threads; "
+        "`tfbuild export --workload DIR -o model.tflite --python PYTHON` (the runtime's "
+        "Python) writes that file, checked against the signature's outputs first"
     ],
 }
 """What using a config measured in a model form other than as-given takes besides the build."""

@@ -59,6 +59,7 @@ from tfbuild.analysis.estimates import (
     widened,
     widening,
 )
+from tfbuild.analysis.forms import FormFigures, form_figures
 from tfbuild.analysis.gaps import Gaps, Trouble, failures_of, flagged, gaps_of
 from tfbuild.analysis.looks import decisions, look_decision, rest_estimates, take_look
 from tfbuild.analysis.margins import aa_warnings, margins_of
@@ -187,6 +188,8 @@ class HostReport:
     variants: dict[str, VariantRecord] = field(repr=False)
     workload: str | None = None
     """What the user's own model was (`--workload`), when the sessions measured one."""
+    forms: tuple[FormFigures, ...] = ()
+    """Each build's model forms as their processes checked them against the as-given form."""
     forked: bool = False
     """The sessions forked each process from a zygote of its config (`--processes forked`)."""
     zygotes: ZygoteFigures | None = None
@@ -487,6 +490,7 @@ def analyse_host(
         benchmarks=list(setup.benchmarks),
         units=dict(first.suite.units),
         workload=first.suite.workload.describe() if first.suite.workload else None,
+        forms=form_figures(sessions),
         forked=first.suite.processes == "forked",
         zygotes=_zygotes(setup, logs, estimates),
         rounds=rounds,

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from tfbuild.results.codec import Fields
+from tfbuild.results.forms import FormCheck, OutputCheck
 from tfbuild.results.model import RunFailure
 from tfbuild.runtime.base import RunOutcome
 
@@ -108,4 +109,44 @@ def gpu_fallback(smoke: Mapping[str, Any]) -> str | None:
     return (
         "TensorFlow sees no GPU (no device passed through, or the and-cuda libraries or the "
         "driver are missing): it would run on the CPU"
+    )
+
+
+def form_check_of(answer: Mapping[str, Any] | None) -> FormCheck | None:
+    """A form's check as a process answered it (workload_forms.compare_outputs and versions),
+    as a record; None where it answered none (the as-given form, a form that was not made)."""
+    if not answer:
+        return None
+    outputs = []
+    for o in answer["outputs"]:
+        problem = None
+        if "missing" in o:
+            problem = (
+                "the as-given form lacks it" if o["missing"] == "as-given" else "the form lacks it"
+            )
+        elif "form_shape" in o:
+            problem = (
+                f"{o['form_dtype']} {tuple(o['form_shape'])}, not {o['dtype']} {tuple(o['shape'])}"
+            )
+        outputs.append(
+            OutputCheck(
+                output=str(o["output"]),
+                ok=bool(o["ok"]),
+                max_abs=o.get("max_abs"),
+                max_rel=o.get("max_rel"),
+                nonfinite=int(o.get("nonfinite") or 0),
+                varies=o.get("varies"),
+                problem=problem,
+            )
+        )
+    return FormCheck(
+        form=str(answer["form"]),
+        ok=bool(answer["ok"]),
+        atol=float(answer["atol"]),
+        rtol=float(answer["rtol"]),
+        uniform=bool(answer["uniform"]),
+        outputs=tuple(outputs),
+        tensorflow=answer.get("tensorflow"),
+        interpreter=answer.get("interpreter"),
+        interpreter_version=answer.get("interpreter_version"),
     )

@@ -510,7 +510,7 @@ def _workload(np: Any, tf: Any, config: dict[str, Any], result: dict[str, Any]) 
         return
     t0 = time.perf_counter()
     try:
-        entries = wp.measure(np, tf, spec)
+        entries = wp.measure(np, tf, spec, result)
     except Exception as exc:
         error = {
             "error": f"{type(exc).__name__}: {exc}".strip()[:2000],

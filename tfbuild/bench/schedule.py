@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from tfbuild.bench.failures import recorded
+from tfbuild.bench.failures import form_check_of, recorded
 from tfbuild.bench.options import payload_config
 from tfbuild.progress import Reporter
 from tfbuild.results.codec import Record, benchmark_result, now
@@ -219,7 +219,11 @@ class Schedule:
             live=self.live,
         )
         fields = recorded(outcome, session.timeout_s, benchmark_result)
-        run = Run(round=r, position=pos, config=config.key, started_at=started, **fields)
+        checked = form_check_of((outcome.result or {}).get("form_check"))
+        run = Run(
+            round=r, position=pos, config=config.key, started_at=started, form_check=checked,
+            **fields,
+        )  # fmt: skip
         if run.failure:
             self.reporter.note(f"[red]fail[/] round {r + 1}: {config.key}: {run.failure.reason}")
         return run

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -371,6 +372,39 @@ def _threads(spec: dict[str, Any]) -> int:
     return int(spec.get("threads") or len(os.sched_getaffinity(0)))
 
 
+def _failed(exc: Exception, spec: dict[str, Any]) -> dict[str, Any]:
+    """What went wrong in preparing or first calling the workload, by kind: the user's inputs,
+    this build's loading, or the form asked for (with its check's figures)."""
+    if isinstance(exc, InputMismatch):
+        return {"error": str(exc), "kind": "inputs"}
+    if isinstance(exc, LoadFailure):
+        return {"error": str(exc), "kind": "load"}
+    forms = _forms() if (spec.get("form") or "as-given") != "as-given" else None
+    if forms is not None and isinstance(exc, forms.FormRefused):
+        return {"error": str(exc), "kind": "form"}
+    if forms is not None and isinstance(exc, forms.FormMismatch):
+        return {"error": str(exc), "kind": "form-mismatch", "form": exc.check}
+    return {"error": f"the first call failed: {type(exc).__name__}: {exc}", "kind": "load"}
+
+
+def export(np: Any, tf: Any, spec: dict[str, Any], out: str) -> dict[str, Any]:
+    """The workload in the form spec asks for (litert) written to `out`, once its outputs on
+    the inputs are within the tolerances of the as-given form's: what was fed, the check and
+    the file's size; or the error, by kind, and nothing written."""
+    try:
+        prepared = prepare(np, tf, spec)
+        flatbuffer = getattr(prepared.call, "flatbuffer", None)
+        if flatbuffer is None:
+            raise _forms().FormRefused(
+                f"the {spec.get('form') or 'as-given'} form has no file of its own: only "
+                "litert is written (the optimized form is made from the SavedModel as it loads)"
+            )
+    except Exception as exc:
+        return _failed(exc, spec)
+    Path(out).write_bytes(flatbuffer)
+    return {"inputs": prepared.inputs, "form": prepared.form, "bytes": len(flatbuffer)}
+
+
 def check(np: Any, tf: Any, spec: dict[str, Any]) -> dict[str, Any]:
     """For the smoke test: load, make the inputs and call once; what was fed, or the error."""
     t0 = time.perf_counter()
@@ -378,17 +412,8 @@ def check(np: Any, tf: Any, spec: dict[str, Any]) -> dict[str, Any]:
         prepared = prepare(np, tf, spec)
         loaded = time.perf_counter()
         _sync(prepared.call())
-    except InputMismatch as exc:
-        return {"error": str(exc), "kind": "inputs"}
-    except LoadFailure as exc:
-        return {"error": str(exc), "kind": "load"}
     except Exception as exc:
-        forms = _forms() if (spec.get("form") or "as-given") != "as-given" else None
-        if forms is not None and isinstance(exc, forms.FormRefused):
-            return {"error": str(exc), "kind": "form"}
-        if forms is not None and isinstance(exc, forms.FormMismatch):
-            return {"error": str(exc), "kind": "form-mismatch", "form": exc.check}
-        return {"error": f"the first call failed: {type(exc).__name__}: {exc}", "kind": "load"}
+        return _failed(exc, spec)
     said = {
         "inputs": prepared.inputs,
         "items": prepared.items,
@@ -398,10 +423,21 @@ def check(np: Any, tf: Any, spec: dict[str, Any]) -> dict[str, Any]:
     return {**said, "form": prepared.form} if prepared.form else said
 
 
-def measure(np: Any, tf: Any, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every workload benchmark of one process: throughput, then the latency percentiles."""
+def measure(
+    np: Any, tf: Any, spec: dict[str, Any], checked: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Every workload benchmark of one process: throughput, then the latency percentiles. A
+    form's check against the as-given form goes into `checked` (under "form_check") as soon as
+    it is made, so a form that fails it is recorded with its figures."""
     t0 = time.perf_counter()
-    prepared = prepare(np, tf, spec)
+    try:
+        prepared = prepare(np, tf, spec)
+    except Exception as exc:
+        if isinstance(getattr(exc, "check", None), dict):  # FormMismatch
+            checked["form_check"] = exc.check  # type: ignore[attr-defined]
+        raise
+    if prepared.form:
+        checked["form_check"] = prepared.form
     built = time.perf_counter()
     call, items = prepared.call, prepared.items
     calls = int(spec.get("calls") or CALLS)
@@ -449,3 +485,24 @@ def measure(np: Any, tf: Any, spec: dict[str, Any]) -> dict[str, dict[str, Any]]
             **common,
         }
     return out
+
+
+def main(argv: list[str]) -> int:
+    """workload_payload.py --export SPEC.json OUT RESULT.json: `export`, its answer written to
+    RESULT.json (tfbuild export runs it with the interpreter of a runtime)."""
+    import json
+
+    if len(argv) != 5 or argv[1] != "--export":
+        print("usage: workload_payload.py --export SPEC.json OUT RESULT.json", file=sys.stderr)
+        return 2
+    import numpy as np
+    import tensorflow as tf
+
+    spec = json.loads(Path(argv[2]).read_text(encoding="utf-8"))
+    said = export(np, tf, spec, argv[3])
+    Path(argv[4]).write_text(json.dumps(said), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

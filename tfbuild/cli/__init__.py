@@ -33,12 +33,20 @@ _numpy_on_one_thread()
 import click  # noqa: E402
 
 from tfbuild import engine  # noqa: E402
-from tfbuild.cli import building, comparing, generating, inspecting, machines, sessions  # noqa: E402
+from tfbuild.cli import (  # noqa: E402
+    building,
+    comparing,
+    exporting,
+    generating,
+    inspecting,
+    machines,
+    sessions,
+)
 from tfbuild.cli.app import cli  # noqa: E402
 from tfbuild.cli.options import Flags  # noqa: E402
 from tfbuild.errors import MatrixError, TfbuildError, UsageError  # noqa: E402
 
-COMMANDS = (building, comparing, generating, inspecting, machines, sessions)
+COMMANDS = (building, comparing, exporting, generating, inspecting, machines, sessions)
 """The modules whose commands register on the group (imported for that)."""
 
 

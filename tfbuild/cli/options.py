@@ -351,23 +351,7 @@ def session_options(f: F) -> F:
     return f
 
 
-WORKLOAD_OPTIONS = (
-    click.option(
-        "--workload",
-        type=click.Path(path_type=Path, exists=False),
-        metavar="PATH",
-        help="Benchmark your own model instead of the fixed suite: a SavedModel directory, a "
-        ".keras/.h5 file, or a .py script defining step(state) (throughput and p50/p90/p99 "
-        "latency).",
-    ),
-    click.option("--with-suite", is_flag=True, help="Run the fixed suite as well as --workload."),
-    click.option(
-        "--forms",
-        metavar="FORM,...",
-        help="Model forms of a SavedModel --workload to measure besides as-given: optimized "
-        "(frozen, graph-optimized ahead of time) and litert (LiteRT's interpreter); each is "
-        "checked to give the as-given outputs first (default: the matrix's `forms:`).",
-    ),
+MODEL_INPUT_OPTIONS = (
     click.option(
         "--signature",
         metavar="NAME",
@@ -386,16 +370,36 @@ WORKLOAD_OPTIONS = (
         help="Every dimension of one input whose shape the model leaves open (repeatable).",
     ),
     click.option(
-        "--calls",
-        type=click.IntRange(1, 100_000),
-        help="Calls in one timed sample of --workload (three a process; four times as many "
-        "timed one by one for latency; default 50).",
-    ),
-    click.option(
         "--inputs",
         type=click.Path(path_type=Path, dir_okay=False),
         metavar="FILE.npz",
         help="The model's inputs, one array per input by name (default: generated from its "
         "signature with a fixed seed).",
+    ),
+)
+"""What to call in a --workload model and what to feed it (bench, run, export)."""
+WORKLOAD_OPTIONS = (
+    click.option(
+        "--workload",
+        type=click.Path(path_type=Path, exists=False),
+        metavar="PATH",
+        help="Benchmark your own model instead of the fixed suite: a SavedModel directory, a "
+        ".keras/.h5 file, or a .py script defining step(state) (throughput and p50/p90/p99 "
+        "latency).",
+    ),
+    click.option("--with-suite", is_flag=True, help="Run the fixed suite as well as --workload."),
+    click.option(
+        "--forms",
+        metavar="FORM,...",
+        help="Model forms of a SavedModel --workload to measure besides as-given: optimized "
+        "(frozen, graph-optimized ahead of time) and litert (LiteRT's interpreter); each is "
+        "checked to give the as-given outputs first (default: the matrix's `forms:`).",
+    ),
+    *MODEL_INPUT_OPTIONS,
+    click.option(
+        "--calls",
+        type=click.IntRange(1, 100_000),
+        help="Calls in one timed sample of --workload (three a process; four times as many "
+        "timed one by one for latency; default 50).",
     ),
 )

@@ -102,6 +102,7 @@ def header_lines(r: HostReport) -> list[str]:
         f"Host: {r.host_key}",
         f"Sessions: {', '.join(r.sessions)}",
         *([f"Workload: {r.workload}"] if r.workload else []),
+        *form_lines(r),
         f"Baseline: {r.baseline} (its two processes per round averaged); {r.rounds} rounds; "
         f"{len(r.benchmarks)} benchmarks{weighted(r)}",
         *([zygote_line(r)] if r.forked else []),
@@ -153,6 +154,37 @@ def header_lines(r: HostReport) -> list[str]:
             f"config every round) would need {rounds} rounds, {processes} processes{fixed}, to "
             f"resolve its leading tier as well in half of the sessions like it, simulated "
             f"({abs(change):.0%} {'fewer' if change >= 0 else 'more'} here)"
+        )
+    return lines
+
+
+def form_lines(r: HostReport) -> list[str]:
+    """A line per build's model form: how far its outputs were from the as-given form's in
+    the processes that checked them, against what is allowed, and what made it."""
+    lines = []
+    for f in r.forms:
+        if f.max_abs is None:
+            figures = "no element compared"
+        else:
+            figures = f"max abs error {f.max_abs:.2g}, max rel error {f.max_rel or 0:.2g}"
+        if f.nonfinite:
+            figures += f", {f.nonfinite} NaN/Inf where the as-given form has none"
+        allowed = f"allowed {f.atol:g} + {f.rtol:g} x |as-given|"
+        if f.failed:
+            verdict = (
+                f"outside the tolerances in {f.failed} of {f.processes} processes, which "
+                "measured nothing"
+            )
+        else:
+            verdict = f"within them in all {f.processes} processes"
+        uniform = (
+            "; the as-given outputs are all one value, so agreeing with them proves little"
+            if f.uniform
+            else ""
+        )
+        lines.append(
+            f"Form {f.form} of {f.variant}: {figures} against the as-given outputs ({allowed}), "
+            f"{verdict}{uniform}; made by {f.made_by}"
         )
     return lines
 

@@ -89,6 +89,7 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
                 "flags": {c: asdict(f) for c, f in r.flags.items()},
                 "estimates": [_estimate_json(e) for e in r.estimates.values()],
                 "failures": [asdict(f) for f in r.failures],
+                **({"forms": [asdict(f) for f in r.forms]} if r.forms else {}),
                 "answer": asdict(r.answer),
                 "choice": asdict(r.choice) if r.choice else None,
                 "contrasts": [_estimate_json(e) for e in r.contrasts],

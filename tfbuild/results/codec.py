@@ -24,6 +24,7 @@ from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import profile_from_json
 from tfbuild.results import schema
 from tfbuild.results.documents import read_json, write_json
+from tfbuild.results.forms import form_check, form_check_json
 from tfbuild.results.model import (
     PROCESS_PATHS,
     READABLE,
@@ -263,7 +264,11 @@ def process_fields(data: Mapping[str, Any], entry: Callable[[Mapping[str, Any]],
 
 
 def _run(data: Mapping[str, Any]) -> Run:
-    return Run(**process_fields(data, benchmark_result))
+    checked = data.get("form_check")
+    return Run(
+        **process_fields(data, benchmark_result),
+        form_check=form_check(checked) if checked else None,
+    )
 
 
 def _config(data: Mapping[str, Any]) -> ConfigEntry:
@@ -446,7 +451,10 @@ def _benchmark_json(b: BenchmarkResult) -> dict[str, Any]:
 
 
 def run_json(run: Run) -> dict[str, Any]:
-    return process_json(run, _benchmark_json)
+    data = process_json(run, _benchmark_json)
+    if run.form_check is not None:
+        data["form_check"] = form_check_json(run.form_check)
+    return data
 
 
 def process_json(run: ProcessRecord[T], entry: Callable[[T], dict[str, Any]]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from tfbuild.config.model import PipSettings
 from tfbuild.config.values import AS_GIVEN
 from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import HostProfile
+from tfbuild.results.forms import FormCheck
 from tfbuild.results.rules import DECISIONS, rules
 from tfbuild.runtime.records import RuntimeRecord
 from tfbuild.sequential import look_schedule
@@ -118,6 +119,10 @@ class ProcessRecord(Generic[E]):
 @dataclass(frozen=True, kw_only=True)
 class Run(ProcessRecord[BenchmarkResult]):
     """A bench session's process: every benchmark's samples."""
+
+    form_check: FormCheck | None = None
+    """A model form's outputs against the as-given form's, as this process checked them before
+    timing it (None for the as-given form, and where the form could not be made)."""
 
     def values(self) -> dict[str, float]:
         """benchmark -> this run's value, for the benchmarks that measured something."""

@@ -233,3 +233,4 @@ def test_use_this_of_a_model_form_says_the_form_and_how_it_is_made(tmp_path: Pat
     assert "# Use base with tuning default, the model in its litert form:" in said
     assert "the model in the form it was measured in (litert)" in said
     assert "TFLiteConverter.from_concrete_functions" in said
+    assert "`tfbuild export --workload DIR -o model.tflite --python PYTHON`" in said
