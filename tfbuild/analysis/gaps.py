@@ -81,8 +81,11 @@ def flagged(sessions: Sequence[Session], setup: Setup, upto: int | None = None) 
 
 def failures_of(sessions: Sequence[Session]) -> list[Trouble]:
     """Every failure the sessions recorded: variants that could not be measured, runs that
-    failed and benchmarks that raised, each with who and why."""
+    failed, and benchmarks that raised, each with who and why. A config's benchmarks that
+    raised the same error are one line, with the rounds it was raised in (a form the model
+    cannot take fails every benchmark of every round it runs, in the same words)."""
     failures = []
+    raised: dict[tuple[str, str], tuple[set[int], list[str]]] = {}
     for s in sessions:
         for f in s.results.failures:
             failures.append(Trouble(", ".join(f.configs) or f.variant, f"{f.stage}: {f.reason}"))
@@ -91,7 +94,23 @@ def failures_of(sessions: Sequence[Session]) -> list[Trouble]:
                 failures.append(Trouble(run.config, f"round {run.round + 1}: {run.failure.reason}"))
             for bench, entry in run.benchmarks.items():
                 if entry.error is not None:
-                    failures.append(
-                        Trouble(f"{run.config} {bench}", f"round {run.round + 1}: {entry.error}")
-                    )
+                    rounds, benches = raised.setdefault((run.config, entry.error), (set(), []))
+                    rounds.add(run.round + 1)
+                    if bench not in benches:
+                        benches.append(bench)
+    for (config, error), (rounds, benches) in raised.items():
+        who = f"{config} {benches[0]}" if len(benches) == 1 else f"{config} ({', '.join(benches)})"
+        failures.append(Trouble(who, f"{rounds_text(sorted(rounds))}: {error}"))
     return failures
+
+
+def rounds_text(rounds: Sequence[int]) -> str:
+    """round 3; rounds 1-4; rounds 1, 3, 5-7."""
+    spans: list[list[int]] = []
+    for r in rounds:
+        if spans and r == spans[-1][1] + 1:
+            spans[-1][1] = r
+        else:
+            spans.append([r, r])
+    said = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+    return f"round {said}" if len(rounds) == 1 else f"rounds {said}"

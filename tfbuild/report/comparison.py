@@ -431,12 +431,14 @@ LOOK_COLUMNS = [
 
 def look_table(r: HostReport) -> list[list[str]]:
     """The looks, with how many configs each put out (out_lines names them; "held": none, the
-    A/A control not yet able to tell the baseline from itself) and the answer each decided."""
+    A/A control not yet able to tell the baseline from itself) and the answer each decided (a
+    config by its place in the ranking, #N, so the table fits 80 columns whatever its name)."""
+    place = ranks(r)
     return [
         [str(look.round), str(len(look.active)), str(len(look.leading)),
          f"±{pct(look.resolution)}", pct(look.margin),
          "held" if look.held and not look.eliminated else str(len(look.eliminated)),
-         look.answer or "-"]
+         f"#{place[look.answer]}" if look.answer in place else look.answer or "-"]
         for look in r.looks
     ]  # fmt: skip
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from support.synthetic import session
 
 from tfbuild.analysis.estimates import make_setup
-from tfbuild.analysis.gaps import failures_of, gaps_of
+from tfbuild.analysis.gaps import failures_of, gaps_of, rounds_text
 from tfbuild.analysis.rounds import Rounds, round_table
 from tfbuild.analysis.sessions import Session, Timeline
 
@@ -28,7 +28,19 @@ def test_a_config_that_failed_a_benchmark_is_flagged_with_it() -> None:
     assert gaps["x:default"].failed_benchmarks == ("input-fed",)
     assert not gaps["x:default"].clean and gaps["y:default"].clean
     assert "no results for input-fed (overall over the rest)" in gaps["x:default"].text()
-    listed = failures_of(sessions)
-    assert len(listed) == 4
-    assert all(t.who == "x:default input-fed" for t in listed)
-    assert listed[0].reason == "round 1: RuntimeError: boom"
+    (listed,) = failures_of(sessions)  # one error, four rounds: one line
+    assert listed.who == "x:default input-fed"
+    assert listed.reason == "rounds 1-4: RuntimeError: boom"
+
+
+def test_a_config_whose_every_benchmark_raised_the_same_is_one_line() -> None:
+    """A form the model cannot take raises the same in every benchmark of every round it runs:
+    one line names the config, its benchmarks and the rounds."""
+    results = session(
+        {"x:default:litert": 1.0, "y:default": 1.0}, rounds=3,
+        failing={"x:default:litert": ["gru-keras", "input-fed"]},
+    )  # fmt: skip
+    (listed,) = failures_of([Session(Path("s.json"), results)])
+    assert listed.who == "x:default:litert (gru-keras, input-fed)"
+    assert listed.reason == "rounds 1-3: RuntimeError: boom"
+    assert rounds_text([1, 3, 4, 5, 7]) == "rounds 1, 3-5, 7" and rounds_text([2]) == "round 2"
