@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import run_tfbuild
 from support.env import REPO
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
@@ -148,6 +149,23 @@ def run(python: Path, code: str, path: list[Path], *args: str) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
+def bench(
+    tf_workspace: Path, tmp_path: Path, workload: str, forms: str, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`tfbuild bench` of stock 2.21 on the workload in the forms named, two rounds of five
+    calls, in the local venv every TensorFlow test shares; results in tmp_path/r."""
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
+    )
+    return run_tfbuild(
+        "bench", "--matrix", str(matrix), "--store", str(tf_workspace / "wheels"),
+        "--cache-dir", str(tf_workspace / "cache"), "--results", str(tmp_path / "r"),
+        "--runtime", "local", "--rounds", "2", "--workload", workload, "--calls", "5",
+        "--forms", forms, *extra, timeout=1800,
+    )  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def said(tf_python: Path, litert: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("forms")
@@ -215,7 +233,6 @@ def test_the_exported_form_gives_the_recorded_outputs_without_tensorflow(
     loaded by LiteRT's interpreter in a process that imports neither TensorFlow nor tfbuild,
     it answers what the form answered in the session's code. A Python without the
     interpreter package is told what to install, and nothing is written."""
-    from support.cli import run_tfbuild
 
     from tfbuild.files import sha256_of
 
@@ -252,19 +269,8 @@ def test_a_session_ranks_the_forms_of_a_model_in_a_runtime_that_has_their_interp
     local venv) is installed with LiteRT's interpreter beside TensorFlow, resolved by one pip
     install and recorded with its sha256; every form is a config of its own, measured in the
     same rounds; the results record each config's form, and compare lists them apart."""
-    from support.cli import run_tfbuild
-
-    matrix = tmp_path / "matrix.yaml"
-    matrix.write_text(
-        "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
-    )
-    proc = run_tfbuild(
-        "bench", "--matrix", str(matrix), "--store", str(tf_workspace / "wheels"),
-        "--cache-dir", str(tf_workspace / "cache"), "--results", str(tmp_path / "r"),
-        "--runtime", "local", "--rounds", "2", "--workload", f"{said['folder']}/cnn",
-        "--batch", "2", "--calls", "5", "--forms", "as-given,optimized,litert",
-        timeout=1800,
-    )  # fmt: skip
+    proc = bench(tf_workspace, tmp_path, f"{said['folder']}/cnn", "as-given,optimized,litert",
+                 "--batch", "2")  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     (path,) = (tmp_path / "r").glob("*.json")
     document = json.loads(path.read_text())
@@ -299,3 +305,30 @@ def test_a_session_ranks_the_forms_of_a_model_in_a_runtime_that_has_their_interp
         assert f"Form {form} of stock: max abs error " in said_of, said_of[:3000]
     assert "within them in all 2 processes; made by TensorFlow 2.21.0's converter, " \
         "ai-edge-litert 2.3.0" in said_of  # fmt: skip
+
+
+def test_a_form_the_model_cannot_take_is_refused_once_and_the_others_go_on(
+    tf_workspace: Path, said: dict[str, Any], tmp_path: Path
+) -> None:
+    """A model with an op LiteRT lacks (a determinant), in a session of the as-given and litert
+    forms over two rounds: the litert config's first process says why, in the converter's
+    words naming the op; it runs no more, its failure recorded once (stage `form`), while the
+    as-given configs run both rounds and are ranked."""
+    proc = bench(tf_workspace, tmp_path, f"{said['folder']}/det", "as-given,litert")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    told = " ".join((proc.stdout + proc.stderr).split())
+    assert "ops LiteRT lacks: MatrixDeterminant; it runs no more" in told, told[-3000:]
+    assert "failed stock:default:litert: form: the LiteRT converter refused the model" in told
+    (path,) = (tmp_path / "r").glob("*.json")
+    document = json.loads(path.read_text())
+    runs: dict[str, int] = {}
+    for r in document["runs"]:
+        runs[r["config"]] = runs.get(r["config"], 0) + 1
+    assert runs == {"stock:default": 2, "stock:default~aa": 2, "stock:default:litert": 1}, runs
+    (failure,) = document["failures"]
+    assert failure["stage"] == "form" and failure["configs"] == ["stock:default:litert"]
+    assert "ops LiteRT lacks: MatrixDeterminant" in failure["reason"]
+    shown = run_tfbuild("compare", str(path), env={"COLUMNS": "160"})
+    assert shown.returncode == 0, shown.stderr
+    failed = [line for line in shown.stdout.splitlines() if line.startswith("failed ")]
+    assert len(failed) == 1 and "MatrixDeterminant" in failed[0], failed

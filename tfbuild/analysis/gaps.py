@@ -98,7 +98,12 @@ def failures_of(sessions: Sequence[Session]) -> list[Trouble]:
                     rounds.add(run.round + 1)
                     if bench not in benches:
                         benches.append(bench)
+    formless = {
+        k for s in sessions for f in s.results.failures if f.stage == "form" for k in f.configs
+    }
     for (config, error), (rounds, benches) in raised.items():
+        if config in formless:  # its form's failure above says why, once
+            continue
         who = f"{config} {benches[0]}" if len(benches) == 1 else f"{config} ({', '.join(benches)})"
         failures.append(Trouble(who, f"{rounds_text(sorted(rounds))}: {error}"))
     return failures

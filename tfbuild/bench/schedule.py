@@ -24,7 +24,7 @@ from tfbuild.bench.failures import form_check_of, recorded
 from tfbuild.bench.options import payload_config
 from tfbuild.progress import Reporter
 from tfbuild.results.codec import Record, benchmark_result, now
-from tfbuild.results.model import ConfigEntry, Design, Look, Results, Run, Stop
+from tfbuild.results.model import ConfigEntry, Design, Failure, Look, Results, Run, Stop
 from tfbuild.results.rules import rules
 from tfbuild.runtime.base import RuntimeEnv
 from tfbuild.runtime.forked import live_zygotes
@@ -110,8 +110,11 @@ class Schedule:
         self.design = results.design
         self.done = results.finished()
         ready = results.ready
+        refused = {k for f in results.failures if f.stage == "form" for k in f.configs}
         runnable = [c.key for c in results.configs if c.variant in ready]
-        self.active = list(runnable)
+        self.active = [c for c in runnable if c not in refused]
+        self.refused: dict[str, str] = {}
+        """Configs whose process said their model form cannot be made, and why."""
         memory = results.host.memory
         self.live = live_zygotes(len(runnable), memory.available_bytes if memory else None)
         """Zygotes each config keeps alive at once (forked processes)."""
@@ -202,12 +205,22 @@ class Schedule:
             self.reporter.running(label)
             config = configs[key]
             run = self._run_one(self.runtimes[config.variant], config, r, pos)
+            refused = self.refused.pop(key, None)
             session = replace(self.results.session, elapsed_s=round(self.clock(), 1))
-            self._save(replace(self.results.with_run(run), session=session))
+            results = replace(self.results.with_run(run), session=session)
+            if refused is not None and key in self.active:  # the same in every process
+                self.active.remove(key)
+                failure = Failure(variant=config.variant, configs=(key,), stage="form",
+                                  reason=refused, details={"kind": "form"})  # fmt: skip
+                results = replace(results, failures=(*results.failures, failure))
+                self.reporter.note(f"[red]fail[/] {key}: {refused}; it runs no more")
+            self._save(results)
             self.done.add((r, key))
             self.reporter.advance(label)
 
     def _run_one(self, runtime: RuntimeEnv, config: ConfigEntry, r: int, pos: int) -> Run:
+        """The config's process in round r (why its model form cannot be made, if the process
+        says so, goes to `refused`)."""
         session = self.results.session
         started = now()
         outcome = runtime.run(
@@ -226,6 +239,9 @@ class Schedule:
         )  # fmt: skip
         if run.failure:
             self.reporter.note(f"[red]fail[/] round {r + 1}: {config.key}: {run.failure.reason}")
+        refused = (outcome.result or {}).get("form_refused")
+        if refused:
+            self.refused[config.key] = str(refused)
         return run
 
     def look(self) -> Stop | None:

@@ -64,7 +64,10 @@ def summarise(results: Results) -> Summary:
         for b in benchmarks
         if aa and (aa, b) in cells and (base, b) in cells
     }
-    failures = [(f.variant, f"{f.stage}: {f.reason}") for f in results.failures]
+    failures = [  # a variant's failure, or (a form the model cannot take) its configs'
+        (f.variant if f.stage != "form" else ", ".join(f.configs), f"{f.stage}: {f.reason}")
+        for f in results.failures
+    ]
     failures += [
         (run.config, f"round {run.round + 1}: {run.failure.reason}")
         for run in results.runs

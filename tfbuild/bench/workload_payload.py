@@ -428,13 +428,16 @@ def measure(
 ) -> dict[str, dict[str, Any]]:
     """Every workload benchmark of one process: throughput, then the latency percentiles. A
     form's check against the as-given form goes into `checked` (under "form_check") as soon as
-    it is made, so a form that fails it is recorded with its figures."""
+    it is made, so a form that fails it is recorded with its figures; a form the model or build
+    cannot take says why under "form_refused"."""
     t0 = time.perf_counter()
     try:
         prepared = prepare(np, tf, spec)
     except Exception as exc:
         if isinstance(getattr(exc, "check", None), dict):  # FormMismatch
             checked["form_check"] = exc.check  # type: ignore[attr-defined]
+        if isinstance(exc, _forms().FormRefused):  # the same in every process: run no more
+            checked["form_refused"] = str(exc)
         raise
     if prepared.form:
         checked["form_check"] = prepared.form

@@ -191,8 +191,9 @@ class VariantRecord:
     threads_default: Json | None = None
 
 
-Stage = Literal["plan", "build", "fetch", "inspect", "install", "smoke"]
-"""Where a variant failed, in the order a session prepares it."""
+Stage = Literal["plan", "build", "fetch", "inspect", "install", "smoke", "form"]
+"""Where a variant failed, in the order a session prepares it; `form`: a config whose model form
+the model or build cannot take (refused in its first process, not run again)."""
 STAGES: tuple[Stage, ...] = get_args(Stage)
 
 
