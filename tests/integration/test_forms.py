@@ -76,7 +76,13 @@ said = {
     "optimized": wp.check(np, tf, {**cnn, "form": "optimized"}),
     "tight": wp.check(np, tf, {**cnn, "form": "litert", "atol": 1e-12, "rtol": 0.0}),
     "det": wp.check(np, tf, {"kind": "savedmodel", "path": out + "/det", "form": "litert"}),
+    "int8": wp.check(np, tf, {**cnn, "form": "litert-int8", "threads": 1}),
 }
+from ai_edge_litert.interpreter import Interpreter
+
+int8 = wp.prepare(np, tf, {**cnn, "form": "litert-int8", "threads": 1, "atol": 1.0, "rtol": 1.0})
+tensors = Interpreter(model_content=int8.call.flatbuffer).get_tensor_details()
+said["int8-tensors"] = sorted(d["dtype"].__name__ for d in tensors)
 for form in ("litert", "optimized"):
     said[f"two-{form}"] = wp.check(
         np, tf, {"kind": "savedmodel", "path": out + "/two", "form": form, "batch": 2}
@@ -94,8 +100,6 @@ np.save(out + "/outputs.npy", next(iter(prepared.call().values())))
 
 # The conversion that skips freezing: straight from the SavedModel, its variables left for an
 # interpreter that never initialises them.
-from ai_edge_litert.interpreter import Interpreter
-
 naive = Interpreter(model_content=tf.lite.TFLiteConverter.from_saved_model(out + "/cnn").convert())
 naive.allocate_tensors()
 detail = naive.get_input_details()[0]
@@ -209,6 +213,21 @@ def test_a_form_outside_its_tolerance_fails_with_the_figures(said: dict[str, Any
     assert "allowed 1e-12 + 0 x |as-given|" in tight["error"]
 
 
+def test_the_int8_form_is_quantized_and_held_to_the_same_tolerances_unless_loosened(
+    said: dict[str, Any],
+) -> None:
+    """litert-int8 converts with int8 weights and activations (the interpreter's tensors say
+    so); its outputs are far from the as-given ones, beyond the float forms' tolerances, so
+    unless the user loosens them it fails with the figures and what made it."""
+    assert said["int8-tensors"].count("int8") >= 5 and "float32" in said["int8-tensors"]
+    int8 = said["int8"]
+    assert int8["kind"] == "form-mismatch", int8
+    (out,) = int8["form"]["outputs"]
+    assert out["max_abs"] > 100 * said["litert"]["form"]["outputs"][0]["max_abs"]
+    assert int8["error"].startswith("the litert-int8 form's outputs differ from the as-given")
+    assert (int8["form"]["form"], int8["form"]["interpreter_version"]) == ("litert-int8", "2.3.0")
+
+
 def test_the_conversion_that_skips_freezing_is_caught_by_the_check(said: dict[str, Any]) -> None:
     """Converted straight from the SavedModel, the model keeps variables the interpreter never
     initialises: it runs, with no error, and answers something else."""
@@ -260,24 +279,36 @@ def test_the_exported_form_gives_the_recorded_outputs_without_tensorflow(
     assert refused.returncode == 16, refused.stdout + refused.stderr
     assert "ops LiteRT lacks: MatrixDeterminant" in refused.stderr
     assert not (folder / "det.tflite").exists()
+    int8 = run_tfbuild(*args[:-1], str(folder / "int8.tflite"), "--form", "litert-int8",
+                       env={"PYTHONPATH": str(litert)}, timeout=900)  # fmt: skip
+    assert int8.returncode == 16, int8.stdout + int8.stderr
+    assert "the litert-int8 form's outputs differ from the as-given form's" in int8.stderr
+    assert not (folder / "int8.tflite").exists()
 
 
 def test_a_session_ranks_the_forms_of_a_model_in_a_runtime_that_has_their_interpreter(
     tf_workspace: Path, said: dict[str, Any], tmp_path: Path
 ) -> None:
-    """`bench --workload DIR --forms as-given,optimized,litert`: the build's runtime (a
-    local venv) is installed with LiteRT's interpreter beside TensorFlow, resolved by one pip
-    install and recorded with its sha256; every form is a config of its own, measured in the
-    same rounds; the results record each config's form, and compare lists them apart."""
-    proc = bench(tf_workspace, tmp_path, f"{said['folder']}/cnn", "as-given,optimized,litert",
-                 "--batch", "2")  # fmt: skip
+    """`bench --workload DIR --forms as-given,optimized,litert,litert-int8 --atol 0.05
+    --rtol 1`: the build's runtime (a local venv) is installed with LiteRT's interpreter
+    beside TensorFlow, resolved by one pip install and recorded with its sha256; every form is
+    a config of its own, measured in the same rounds; the results record each config's form
+    and the tolerances, and compare lists them apart, the int8 form's errors with it."""
+    proc = bench(tf_workspace, tmp_path, f"{said['folder']}/cnn",
+                 "as-given,optimized,litert,litert-int8", "--batch", "2", "--atol", "0.05",
+                 "--rtol", "1")  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     (path,) = (tmp_path / "r").glob("*.json")
     document = json.loads(path.read_text())
     forms = {c["key"]: c.get("form", "as-given") for c in document["configs"]}
     assert forms == {"stock:default": "as-given", "stock:default~aa": "as-given",
                      "stock:default:optimized": "optimized",
-                     "stock:default:litert": "litert"}  # fmt: skip
+                     "stock:default:litert": "litert",
+                     "stock:default:litert-int8": "litert-int8"}  # fmt: skip
+    assert (document["suite"]["workload"]["atol"], document["suite"]["workload"]["rtol"]) == (
+        0.05,
+        1.0,
+    )
     runs = document["runs"]
     assert {r["config"] for r in runs if r["status"] == "ok"} == set(forms), [
         r.get("failure") for r in runs if r["status"] != "ok"
@@ -287,11 +318,13 @@ def test_a_session_ranks_the_forms_of_a_model_in_a_runtime_that_has_their_interp
     assert len(packages["ai-edge-litert"]["sha256"]) == 64
     # each process of a form checked it against the as-given outputs before timing it, and
     # its run records the figures and what made it: this TensorFlow, LiteRT's interpreter
-    for form in ("optimized", "litert"):
+    for form in ("optimized", "litert", "litert-int8"):
         checks = [r["form_check"] for r in runs if r["config"] == f"stock:default:{form}"]
         assert len(checks) == 2 and all(c["ok"] and c["form"] == form for c in checks), checks
         assert all(c["tensorflow"] == "2.21.0" and not c["uniform"] for c in checks)
-        assert all(0 <= o["max_abs"] <= c["atol"] + c["rtol"] for c in checks for o in c["outputs"])
+        assert all((c["atol"], c["rtol"]) == (0.05, 1.0) for c in checks)
+        worst = max(o["max_abs"] for c in checks for o in c["outputs"])
+        assert worst > 1e-3 if form == "litert-int8" else worst < 1e-4, (form, worst)
     assert {c.get("interpreter_version") for r in runs if (c := r.get("form_check"))} == {
         None,
         "2.3.0",
@@ -301,10 +334,48 @@ def test_a_session_ranks_the_forms_of_a_model_in_a_runtime_that_has_their_interp
     assert shown.returncode == 0, shown.stderr
     assert "stock:default:litert" in shown.stdout and "stock:default:optimized" in shown.stdout
     said_of = " ".join(shown.stdout.split())
-    for form in ("optimized", "litert"):
+    for form in ("optimized", "litert", "litert-int8"):
         assert f"Form {form} of stock: max abs error " in said_of, said_of[:3000]
     assert "within them in all 2 processes; made by TensorFlow 2.21.0's converter, " \
         "ai-edge-litert 2.3.0" in said_of  # fmt: skip
+    assert "made by TensorFlow 2.21.0's converter (int8, calibrated on the workload's inputs)" \
+        in said_of  # fmt: skip
+
+
+@pytest.mark.docker
+def test_a_container_runtime_makes_and_runs_the_forms_too(
+    tf_workspace: Path, said: dict[str, Any], base_image: str, tmp_path: Path
+) -> None:
+    """The same session in containers (--runtime docker): the runtime image has LiteRT's
+    interpreter installed beside TensorFlow, the model is in its read-only volume, and each
+    process makes the litert form inside the container, checks it and times it; the results
+    say it ran there."""
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        f'defaults:\n  base_images: {{build: "{base_image}", runtime: "{base_image}"}}\n'
+        "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
+    )
+    proc = run_tfbuild(
+        "bench", "--matrix", str(matrix), "--store", str(tf_workspace / "wheels"),
+        "--cache-dir", str(tf_workspace / "cache"), "--results", str(tmp_path / "r"),
+        "--runtime", "docker", "--rounds", "2", "--workload", f"{said['folder']}/cnn",
+        "--calls", "5", "--batch", "2", "--forms", "as-given,litert", timeout=1800,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    (path,) = (tmp_path / "r").glob("*.json")
+    document = json.loads(path.read_text())
+    runtime = document["variants"]["stock"]["runtime"]
+    assert runtime["kind"] == "docker", runtime
+    packages = {p["name"].lower(): p["version"] for p in runtime["packages"]}
+    assert packages["ai-edge-litert"] == "2.3.0", packages
+    runs = document["runs"]
+    assert {r["config"] for r in runs if r["status"] == "ok"} == {
+        "stock:default", "stock:default~aa", "stock:default:litert"
+    }, [r.get("failure") for r in runs if r["status"] != "ok"]  # fmt: skip
+    checks = [r["form_check"] for r in runs if r["config"] == "stock:default:litert"]
+    assert len(checks) == 2 and all(c["ok"] and c["interpreter_version"] == "2.3.0" for c in checks)
+    assert all(c["tensorflow"] == "2.21.0" for c in checks), checks
+    assert all(0 < c["outputs"][0]["max_abs"] < 1e-4 for c in checks), checks
 
 
 def test_a_form_the_model_cannot_take_is_refused_once_and_the_others_go_on(

@@ -491,11 +491,6 @@ TESTED_ELSEWHERE: dict[str, tuple[str, str, str]] = {
         "remote.probe",
         "the machine of another engine: a real remote engine",
     ),
-    "tfbuild.plan.select": (
-        "tests/unit/plan/test_make.py",
-        "tfbuild.plan.select",
-        "--only/--skip/--with: of the plan",
-    ),
     "tfbuild.progress": (
         "tests/unit/bench/test_schedule.py",
         "tfbuild.progress",

@@ -197,6 +197,15 @@ FORM_STEPS = {
         "`tfbuild export --workload DIR -o model.tflite --python PYTHON` (the runtime's "
         "Python) writes that file, checked against the signature's outputs first"
     ],
+    "litert-int8": [
+        "the model in the form it was measured in (litert-int8): its signature frozen at its "
+        "inputs' shapes, converted by this TensorFlow's TFLiteConverter.from_concrete_functions "
+        "with Optimize.DEFAULT and the workload's inputs as representative_dataset (int8 "
+        "weights and activations, float32 inputs and outputs), run by ai_edge_litert's "
+        "Interpreter with the tuning's intra-op threads; `tfbuild export --form litert-int8 "
+        "--workload DIR -o model.tflite --python PYTHON` with the session's --atol and --rtol "
+        "writes that file, checked against the signature's outputs first"
+    ],
 }
 """What using a config measured in a model form other than as-given takes besides the build."""
 

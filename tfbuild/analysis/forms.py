@@ -5,11 +5,15 @@ mean anything, and what made and ran the form."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tfbuild.analysis.answer import Answer
 from tfbuild.analysis.sessions import Session
+from tfbuild.config.values import QUANTIZED
 from tfbuild.results.forms import FormCheck
+from tfbuild.results.model import ConfigEntry
 
 
 @dataclass(frozen=True)
@@ -54,8 +58,10 @@ def _figures(variant: str, form: str, checks: list[FormCheck]) -> FormFigures:
     last = checks[-1]
     made_by = f"TensorFlow {last.tensorflow or 'unknown'}"
     if last.interpreter:
+        quantized = " (int8, calibrated on the workload's inputs)" if form in QUANTIZED else ""
         made_by += (
-            f"'s converter, {last.interpreter} {last.interpreter_version or '(version unknown)'}"
+            f"'s converter{quantized}, "
+            f"{last.interpreter} {last.interpreter_version or '(version unknown)'}"
         )
     return FormFigures(
         variant=variant,
@@ -70,3 +76,31 @@ def _figures(variant: str, form: str, checks: list[FormCheck]) -> FormFigures:
         rtol=last.rtol,
         made_by=made_by,
     )
+
+
+def with_accuracy_cost(
+    said: Answer,
+    config: str | None,
+    configs: Mapping[str, ConfigEntry],
+    forms: Sequence[FormFigures],
+) -> Answer:
+    """The answer, and when it tells a person to switch to a quantized form, what the form's
+    outputs cost in accuracy right beneath it: a speedup is never shown without its errors."""
+    entry = configs.get(config or "")
+    if said.kind != "use" or entry is None or entry.form not in QUANTIZED:
+        return said
+    found = next((f for f in forms if (f.variant, f.form) == (entry.variant, entry.form)), None)
+    if found is None or found.max_abs is None:
+        cost = "its outputs were never compared with the as-given form's"
+    else:
+        cost = (
+            f"its outputs differ from the as-given form's by up to {found.max_abs:.2g} "
+            f"(max abs), {found.max_rel or 0:.2g} (max rel), allowed {found.atol:g} + "
+            f"{found.rtol:g} x |as-given| (--atol, --rtol)"
+        )
+    line = (
+        f"{config} is quantized to int8: {cost}; its speed is bought with that, so check it "
+        "on your own data before you switch."
+    )
+    lines = (*said.lines[:1], line, *said.lines[1:])
+    return dataclasses.replace(said, lines=lines)

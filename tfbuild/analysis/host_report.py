@@ -59,7 +59,7 @@ from tfbuild.analysis.estimates import (
     widened,
     widening,
 )
-from tfbuild.analysis.forms import FormFigures, form_figures
+from tfbuild.analysis.forms import FormFigures, form_figures, with_accuracy_cost
 from tfbuild.analysis.gaps import Gaps, Trouble, failures_of, flagged, gaps_of
 from tfbuild.analysis.looks import decisions, look_decision, rest_estimates, take_look
 from tfbuild.analysis.margins import aa_warnings, margins_of
@@ -470,6 +470,8 @@ def analyse_host(
         confidence(setup.split),
         chosen,
     )
+    forms = form_figures(sessions)
+    said = with_accuracy_cost(said, decision.config, configs, forms)
     choice = None
     if has_baseline:
         left_out = {  # leading, but it did not measure everything
@@ -490,7 +492,7 @@ def analyse_host(
         benchmarks=list(setup.benchmarks),
         units=dict(first.suite.units),
         workload=first.suite.workload.describe() if first.suite.workload else None,
-        forms=form_figures(sessions),
+        forms=forms,
         forked=first.suite.processes == "forked",
         zygotes=_zygotes(setup, logs, estimates),
         rounds=rounds,

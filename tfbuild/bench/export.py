@@ -90,7 +90,7 @@ def _answer(
     without the form's interpreter package is named with what to install."""
     if result.is_file():
         said: dict[str, Any] = json.loads(result.read_text(encoding="utf-8"))
-        if form in FORM_PACKAGES and "is not installed" in str(said.get("error", "")):
+        if form in FORM_PACKAGES and said.get("missing"):
             packages = " ".join(FORM_PACKAGES[form])
             raise ToolMissing(
                 f"--python {python}: {said['error']}; install it beside the build "

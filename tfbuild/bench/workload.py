@@ -38,6 +38,8 @@ FLAGS = {
     "shapes": "--shape",
     "inputs": "--inputs",
     "calls": "--calls",
+    "atol": "--atol",
+    "rtol": "--rtol",
 }
 """WorkloadRequest field -> the command-line option that sets it."""
 EXPECTED = (
@@ -56,6 +58,8 @@ class WorkloadRequest:
     shapes: tuple[str, ...] = ()
     inputs: Path | None = None
     calls: int | None = None
+    atol: float | None = None
+    rtol: float | None = None
 
 
 def digest_of(path: Path, files: Sequence[str] = ()) -> str:
@@ -205,6 +209,8 @@ def resolve(request: WorkloadRequest) -> Workload:
         inputs_digest=inputs_digest,
         calls=request.calls or CALLS,
         files=files,
+        atol=request.atol,
+        rtol=request.rtol,
     )
 
 
@@ -233,4 +239,5 @@ def payload_spec(workload: Workload) -> dict[str, Any]:
         "inputs": str(Path(workload.inputs).resolve()) if workload.inputs else None,
         "calls": workload.calls,
         "files": list(workload.files),
+        **{k: v for k, v in (("atol", workload.atol), ("rtol", workload.rtol)) if v is not None},
     }

@@ -9,6 +9,11 @@ interpreter package ai-edge-litert; never tfbuild).
   no quantization), run by LiteRT's interpreter with its default delegate (XNNPACK) and the
   tuning's threads. Converting without freezing first keeps resource variables nothing
   initialises: the interpreter then returns NaN with no error, which is why this never does.
+- `litert-int8` (asked for by name only): the same conversion quantized to int8 weights and
+  activations (float32 inputs and outputs), the workload's inputs the representative data the
+  converter calibrates the activations' ranges on. Its outputs are meant to differ: the check
+  holds it to the same tolerances unless the user loosens them, and its figures are reported
+  beside its speed.
 
 Before a form is used its outputs on the workload's inputs are compared with the as-given
 signature's (`compare_outputs`); outside the tolerances it is refused with the figures.
@@ -22,7 +27,7 @@ from typing import Any
 
 ATOL, RTOL = 1e-4, 1e-3
 """A form's output element may differ from the as-given form's by ATOL + RTOL x |as-given|."""
-KNOWN = ("optimized", "litert")
+KNOWN = ("optimized", "litert", "litert-int8")
 
 
 def refused(form: str, kind: str, jit: bool) -> None:
@@ -65,6 +70,14 @@ def checked(
 class FormRefused(Exception):
     """This build or model cannot take the form asked for (an op LiteRT lacks, a TensorFlow
     without the converter, no interpreter in the runtime): the same on every run."""
+
+
+class PackageMissing(FormRefused):
+    """The runtime lacks the package that runs the form (`package`, its distribution name)."""
+
+    def __init__(self, message: str, package: str) -> None:
+        super().__init__(message)
+        self.package = package
 
 
 class FormMismatch(Exception):
@@ -133,10 +146,12 @@ def optimized(tf: Any, fn: Any, inputs: dict[str, Any]) -> Callable[[], Any]:
     return lambda: dict(zip(keys, pruned(*args), strict=True))
 
 
-def litert(tf: Any, fn: Any, keep: Any, inputs: dict[str, Any], threads: int) -> Callable[[], Any]:
+def litert(
+    tf: Any, fn: Any, keep: Any, inputs: dict[str, Any], threads: int, int8: bool = False
+) -> Callable[[], Any]:
     """The frozen signature converted by this TensorFlow's TFLiteConverter (float32, no
-    quantization), run by LiteRT's interpreter with `threads` threads and its default
-    delegate (XNNPACK)."""
+    quantization; `int8`: int8 weights and activations, calibrated on `inputs`), run by
+    LiteRT's interpreter with `threads` threads and its default delegate (XNNPACK)."""
     made = frozen(tf, fn, inputs)
     converter_class = getattr(getattr(tf, "lite", None), "TFLiteConverter", None)
     if converter_class is None:
@@ -146,9 +161,16 @@ def litert(tf: Any, fn: Any, keep: Any, inputs: dict[str, Any], threads: int) ->
             Interpreter,
         )
     except ImportError as exc:
-        raise FormRefused(f"LiteRT's interpreter (ai-edge-litert) is not installed: {exc}") from exc
+        raise PackageMissing(
+            f"LiteRT's interpreter (ai-edge-litert) is not installed: {exc}", "ai-edge-litert"
+        ) from exc
+    converter = converter_class.from_concrete_functions([made], keep)
+    if int8:
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        flat = [inputs[name] for name in sorted(inputs)]  # the frozen function's argument order
+        converter.representative_dataset = lambda: iter([flat])
     try:
-        flatbuffer = converter_class.from_concrete_functions([made], keep).convert()
+        flatbuffer = converter.convert()
     except Exception as exc:
         raise FormRefused(f"the LiteRT converter refused the model: {_unsupported(exc)}") from exc
     # The converted model's one signature names its inputs as the frozen function's arguments
@@ -305,7 +327,7 @@ def versions(tf: Any, form: str) -> dict[str, Any]:
     """What made and runs the form: the TensorFlow that froze (and converted) it, and for
     litert the interpreter's package and version."""
     made = {"tensorflow": str(tf.__version__)}
-    if form != "litert":
+    if not form.startswith("litert"):
         return made
     from importlib.metadata import PackageNotFoundError, version
 

@@ -21,10 +21,11 @@ TensorFlow before anything is timed (FORMS): `optimized`, the signature frozen t
 and put through TensorFlow's graph optimizer (grappler) ahead of time, run as a graph function;
 `litert`, the frozen signature converted by the build's TFLiteConverter (float32, no
 quantization) and run by LiteRT's interpreter (the ai-edge-litert package) with its default
-delegate, XNNPACK, and the tuning's threads. A form's outputs on the inputs are compared with
-the as-given signature's before it is used (`compare_outputs`); outside the tolerances it is
-refused with the figures (FormMismatch), as is a form this build or model cannot take
-(FormRefused).
+delegate, XNNPACK, and the tuning's threads; `litert-int8`, the same quantized to int8 weights
+and activations, the workload's inputs its representative data. A form's outputs on the inputs
+are compared with the as-given signature's before it is used (`compare_outputs`); outside the
+tolerances it is refused with the figures (FormMismatch), as is a form this build or model
+cannot take (FormRefused).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ WARMUP = 2
 LATENCY_FACTOR = 4
 INPUT_SEED = 20170405
 INT_HIGH = 10  # generated integer inputs lie in [0, 10): valid ids for any embedding table
-FORMS = ("as-given", "optimized", "litert")
+FORMS = ("as-given", "optimized", "litert", "litert-int8")
 
 
 class InputMismatch(Exception):
@@ -138,7 +139,7 @@ def _savedmodel(tf: Any, path: str, signature: str, jit: bool) -> Model:
         if form == "optimized":
             call = forms.optimized(tf, fn, inputs)
         else:
-            call = forms.litert(tf, fn, loaded, inputs, threads)
+            call = forms.litert(tf, fn, loaded, inputs, threads, int8=form == "litert-int8")
         return call
 
     model = Model(specs, make_call, make_form)
@@ -380,6 +381,8 @@ def _failed(exc: Exception, spec: dict[str, Any]) -> dict[str, Any]:
     if isinstance(exc, LoadFailure):
         return {"error": str(exc), "kind": "load"}
     forms = _forms() if (spec.get("form") or "as-given") != "as-given" else None
+    if forms is not None and isinstance(exc, forms.PackageMissing):
+        return {"error": str(exc), "kind": "form", "missing": exc.package}
     if forms is not None and isinstance(exc, forms.FormRefused):
         return {"error": str(exc), "kind": "form"}
     if forms is not None and isinstance(exc, forms.FormMismatch):

@@ -62,6 +62,9 @@ def summary(matrix: Matrix, s: Settings) -> list[str]:
     if jobs and scheduled:
         lines[0] += f": {builds}"
     lines.append(f"bench: one job per runner: {', '.join(s.bench_runners)}")
+    if s.workload is not None:
+        forms = ", ".join(matrix.forms)
+        lines.append(f"bench measures {s.workload} (not the fixed suite), in the forms {forms}")
     lines += [f"not built: {name}: {why}" for name, why in fanout["left_out"].items()]
     return lines
 

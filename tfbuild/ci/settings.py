@@ -55,6 +55,9 @@ class Settings:
     fail_above: str = "5%"
     publish: bool = False
     """Publish each passing night's wheels (a PEP 503 index) and report on GitHub Pages."""
+    workload: str | None = None
+    """The user's own model, a path in the repository, that every bench job measures (in the
+    matrix's `forms:`) instead of the fixed suite; None: the suite."""
 
     def command_line(self) -> str:
         """The drift check: `tfbuild ci github` with the arguments that made this workflow, on
@@ -67,6 +70,8 @@ class Settings:
             args += ["--bench-runner", runner]
         for runner, path in self.bench_hosts.items():
             args += ["--bench-host", f"{runner}={path}"]
+        if self.workload is not None:
+            args += ["--workload", self.workload]
         args += ["--fail-above", self.fail_above]
         if self.publish:
             args += ["--publish", "pages"]

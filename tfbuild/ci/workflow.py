@@ -271,7 +271,8 @@ def _bench_job(
                 },
                 "run": 'skip=()\nfor v in $SKIP_VARIANTS; do skip+=(--skip "$v"); done\n'
                 f"tfbuild bench --matrix {shlex.quote(s.matrix_file)} --results results "
-                '--tensorflow "$TENSORFLOW" "${skip[@]}"',
+                '--tensorflow "$TENSORFLOW" "${skip[@]}"'
+                + (f" --workload {shlex.quote(s.workload)}" if s.workload else ""),
             },
             {
                 "uses": uses("actions/upload-artifact"),

@@ -171,7 +171,7 @@ def build(
         sets = [s.name for s in matrix.opt_in] if settings.build_all else settings.selection.opt_in
         if sets and not (only or skip or settings.build_all):  # `--with SET` alone: that set
             only = tuple(glob.escape(v) for v in matrix.opted_in(sets))
-        chosen = list(dict.fromkeys(v for v, _ in select(matrix, only, skip, sets)))
+        chosen = list(dict.fromkeys(v for v, _, _ in select(matrix, only, skip, sets)))
     for v in chosen:
         if v.name in matrix.notes:
             click.echo(f"note: {matrix.notes[v.name]}", err=True)
@@ -305,7 +305,7 @@ def fetch(
     seen: set[str] = set()
     fetched: list[dict[str, object]] = []
     selection = settings.selection
-    for variant, _ in select(matrix, selection.only, selection.skip, selection.opt_in):
+    for variant, _, _ in select(matrix, selection.only, selection.skip, selection.opt_in):
         if variant.name in seen or variant.source == "bazel":
             continue
         seen.add(variant.name)

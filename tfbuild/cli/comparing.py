@@ -36,6 +36,7 @@ class CompareSettings:
     new_suite_passes: bool = False
     margin: float | None
     everything: bool
+    brief: bool = False
     weights: tuple[str, ...] = ()
     """--weight as typed (checked against the benchmarks the results measured)."""
 
@@ -143,6 +144,13 @@ def _margin(value: str | None) -> float | None:
     "leading tier.",
 )
 @click.option(
+    "--brief",
+    is_flag=True,
+    help="The answer, what was measured (the workload, each model form's errors), the ranking, "
+    "the per-benchmark table and what failed: the report to paste into a ticket (the terminal "
+    "report only).",
+)
+@click.option(
     "--margin",
     metavar="PERCENT",
     help="The indifference margin of the answer and the verdicts (default: the one the "
@@ -181,6 +189,7 @@ def compare(
     new_suite_passes: bool,
     requirements: Path | None,
     everything: bool,
+    brief: bool,
     margin: str | None,
     weights: tuple[str, ...],
     history: bool,
@@ -229,8 +238,11 @@ def compare(
         new_suite_passes=new_suite_passes,
         margin=chosen_margin,
         everything=everything,
+        brief=brief,
         weights=weights,
     )
+    if settings.brief and settings.fmt != "table":
+        raise UsageError(f"--brief shortens the terminal report; --format {fmt} shows it whole")
     sessions = load_sessions(settings.results)
     measured = list(dict.fromkeys(b for s in sessions for b in s.results.suite.benchmarks))
     # without --weight each session is weighed as it recorded (bench and run --weight)
@@ -261,7 +273,8 @@ def compare(
             if settings.output is None
             else Console(record=True, file=io.StringIO(), width=120, highlight=False)
         )
-        out.print(tables.compare_view(reports, out.width, settings.everything), crop=False)
+        view = tables.compare_view(reports, out.width, settings.everything, settings.brief)
+        out.print(view, crop=False)
         if verdict is not None:
             out.print(tables.gate_view(verdict, threshold))
         text = None if settings.output is None else unpadded(out.export_text())

@@ -11,18 +11,23 @@ from typing import Any
 import click
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.options import MODEL_INPUT_OPTIONS, debug_option, json_option
+from tfbuild.cli.options import (
+    FORM_CHECK_OPTIONS,
+    MODEL_INPUT_OPTIONS,
+    debug_option,
+    json_option,
+)
 from tfbuild.cli.values import workload_request
 from tfbuild.errors import UsageError
 
-EXPORTED = ("litert",)
+EXPORTED = ("litert", "litert-int8")
 """The forms written as a file of their own (optimized is made from the SavedModel as it
 loads: the SavedModel is its file)."""
 
 
 def _model_options(f: Any) -> Any:
     """--workload DIR and bench's options for what to call in it and what to feed it."""
-    for decorator in reversed(MODEL_INPUT_OPTIONS):
+    for decorator in reversed((*MODEL_INPUT_OPTIONS, *FORM_CHECK_OPTIONS)):
         f = decorator(f)
     return click.option(
         "--workload",
@@ -49,8 +54,10 @@ class ExportSettings:
     type=click.Choice(EXPORTED),
     default="litert",
     show_default=True,
-    help="The form to write: litert, the signature frozen and converted by the build's own "
-    "TFLiteConverter (float32), a .tflite file LiteRT's interpreter runs.",
+    help="The form to write, a .tflite file LiteRT's interpreter runs: litert, the signature "
+    "frozen and converted by the build's own TFLiteConverter (float32); litert-int8, the "
+    "same quantized to int8 with the workload's inputs as representative data (loosen "
+    "--atol/--rtol for it).",
 )
 @click.option(
     "--output",

@@ -12,8 +12,9 @@ import click
 
 from tfbuild.cli.app import cli
 from tfbuild.cli.options import F, debug_option, json_option, matrix_option
-from tfbuild.cli.planning import machine, read_matrix
+from tfbuild.cli.planning import machine, read_matrix, with_forms
 from tfbuild.cli.values import parse_fraction, results_paths
+from tfbuild.config.model import Matrix
 from tfbuild.errors import BadWheel, StaleOutput, UsageError
 
 
@@ -79,6 +80,7 @@ class GithubSettings:
     fail_above: str
     publish: bool
     check: bool
+    workload: Path | None
 
 
 def _bench_hosts(given: tuple[str, ...]) -> dict[str, str]:
@@ -132,6 +134,14 @@ def _bench_hosts(given: tuple[str, ...]) -> dict[str, str]:
     "the repository): march: host variants are built for it; runners without one skip them.",
 )
 @click.option(
+    "--workload",
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="Your own model, a path in this repository (a SavedModel directory, a Keras file or "
+    "a script), that every bench job measures instead of the fixed suite, in the matrix's "
+    "`forms:` (each checked against the as-given outputs, as `bench --forms` does).",
+)
+@click.option(
     "--fail-above",
     default="5%",
     show_default=True,
@@ -154,6 +164,7 @@ def github(
     build_runner: str | None,
     bench_runners: tuple[str, ...],
     bench_hosts: tuple[str, ...],
+    workload: Path | None,
     fail_above: str,
     publish: str | None,
     check: bool,
@@ -176,8 +187,10 @@ def github(
         fail_above=fail_above,
         publish=publish == "pages",
         check=check,
+        workload=workload,
     )
     matrix = read_matrix(settings.matrix)
+    _nightly_workload(matrix, settings.workload)
     shown = str(settings.matrix) if settings.matrix is not None else "matrix.yaml"
     generator = ci_settings.Settings(
         matrix_file=shown,
@@ -188,6 +201,7 @@ def github(
         bench_hosts=settings.bench_hosts,
         fail_above=settings.fail_above,
         publish=settings.publish,
+        workload=None if settings.workload is None else settings.workload.as_posix(),
     )
     text = workflow.render(matrix, generator)
     if not settings.check and not _under_workflows(settings.out):
@@ -209,6 +223,21 @@ def github(
     click.echo(f"wrote {settings.out}")
     for line in notes.summary(matrix, generator):
         click.echo(f"  {line}")
+
+
+def _nightly_workload(matrix: Matrix, path: Path | None) -> None:
+    """Refuse, before anything is written, a nightly bench that would fail every night: a
+    --workload outside the checkout or that is no model, or model forms with nothing to make
+    them from."""
+    from tfbuild.bench.workload import WorkloadRequest, resolve
+
+    if path is not None and (path.is_absolute() or ".." in path.parts):
+        raise UsageError(
+            f"--workload {path}: the bench jobs read it from their checkout of this "
+            "repository; give its path relative to the repository's root"
+        )
+    workload = None if path is None else resolve(WorkloadRequest(path=path))
+    with_forms(matrix, (), workload)
 
 
 def _under_workflows(path: Path) -> bool:

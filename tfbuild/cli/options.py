@@ -163,13 +163,14 @@ def selection_options(f: F) -> F:
         "--skip",
         multiple=True,
         metavar="PATTERN",
-        help="Leave out configs matching VARIANT[:TUNING] (fnmatch; repeatable).",
+        help="Leave out configs matching VARIANT[:TUNING[:FORM]] (fnmatch; repeatable).",
     )(f)
     return click.option(
         "--only",
         multiple=True,
         metavar="PATTERN",
-        help="Keep only configs matching VARIANT[:TUNING] (fnmatch; repeatable).",
+        help="Keep only configs matching VARIANT[:TUNING[:FORM]] (fnmatch; repeatable; without a "
+        "FORM part, every model form).",
     )(f)
 
 
@@ -378,6 +379,23 @@ MODEL_INPUT_OPTIONS = (
     ),
 )
 """What to call in a --workload model and what to feed it (bench, run, export)."""
+FORM_CHECK_OPTIONS = (
+    click.option(
+        "--atol",
+        type=click.FloatRange(min=0),
+        metavar="FLOAT",
+        help="How far a model form's output element may be from the as-given one: within "
+        "ATOL + RTOL x |as-given| (default 1e-4). Loosen it to let litert-int8 through: its "
+        "errors are reported beside its speed.",
+    ),
+    click.option(
+        "--rtol",
+        type=click.FloatRange(min=0),
+        metavar="FLOAT",
+        help="The relative part of that allowance (default 1e-3; see --atol).",
+    ),
+)
+"""How closely a model form must give the as-given outputs (bench, run, export)."""
 WORKLOAD_OPTIONS = (
     click.option(
         "--workload",
@@ -392,10 +410,13 @@ WORKLOAD_OPTIONS = (
         "--forms",
         metavar="FORM,...",
         help="Model forms of a SavedModel --workload to measure besides as-given: optimized "
-        "(frozen, graph-optimized ahead of time) and litert (LiteRT's interpreter); each is "
-        "checked to give the as-given outputs first (default: the matrix's `forms:`).",
+        "(frozen, graph-optimized ahead of time), litert (LiteRT's interpreter) and "
+        "litert-int8 (the same quantized to int8, the workload's inputs calibrating it); each "
+        "is checked to give the as-given outputs first, within --atol and --rtol (default: "
+        "the matrix's `forms:`).",
     ),
     *MODEL_INPUT_OPTIONS,
+    *FORM_CHECK_OPTIONS,
     click.option(
         "--calls",
         type=click.IntRange(1, 100_000),

@@ -171,7 +171,7 @@ def session_plan(
     run on (this one, or a remote engine's when its containers run there), made once."""
     here = detect(docker=engine_status)
     kinds: dict[str, str] = {}
-    for variant, _ in select(matrix, selection.only, selection.skip, selection.opt_in):
+    for variant, _, _ in select(matrix, selection.only, selection.skip, selection.opt_in):
         try:
             kinds[variant.name] = runtime_kind(variant, wanted.runtime, engine_status.reachable)
         except EngineUnavailable:
@@ -214,6 +214,12 @@ def with_forms(
             f"{given}: {', '.join(others)}: a model form is made from a SavedModel's signature, "
             f"and this session has {what}; expected --workload DIR (a SavedModel) or only "
             f"{AS_GIVEN}"
+        )
+    if not others and workload is not None and (workload.atol, workload.rtol) != (None, None):
+        given = "--atol" if workload.atol is not None else "--rtol"
+        raise UsageError(
+            f"{given}: a tolerance for a model form's outputs, and this session measures only "
+            f"{AS_GIVEN}; add --forms (e.g. --forms litert-int8) or leave it out"
         )
     return dataclasses.replace(matrix, forms=(AS_GIVEN, *dict.fromkeys(others)))
 

@@ -59,6 +59,8 @@ def workload_request(params: Mapping[str, Any]) -> WorkloadRequest | None:
         shapes=tuple(params.get("shapes") or ()),
         inputs=params.get("inputs"),
         calls=params.get("calls"),
+        atol=params.get("atol"),
+        rtol=params.get("rtol"),
     )
 
 

@@ -141,11 +141,15 @@ def unknown(kind: str, value: str, known: Sequence[str]) -> str:
 
 
 AS_GIVEN = "as-given"
-FORMS = (AS_GIVEN, "optimized", "litert")
+FORMS = (AS_GIVEN, "optimized", "litert", "litert-int8")
 """The forms a SavedModel workload is measured in (tfbuild/bench/workload_forms.py makes them in
 the runtime): as handed over; frozen and optimized ahead of time by TensorFlow's graph
-optimizer; converted by the build's own TFLiteConverter and run by LiteRT's interpreter."""
-FORM_PACKAGES = {"litert": ("ai-edge-litert==2.3.0",)}
+optimizer; converted by the build's own TFLiteConverter and run by LiteRT's interpreter, in
+float32 or (opt-in) quantized to int8 with the workload's inputs as representative data."""
+QUANTIZED = ("litert-int8",)
+"""Forms whose numbers are meant to differ from the as-given form's: never asked for unless
+named, their errors shown wherever their speed is."""
+FORM_PACKAGES = {form: ("ai-edge-litert==2.3.0",) for form in ("litert", "litert-int8")}
 """What a form needs installed beside the build's wheel, resolved with it by one pip install
 (the versions pip picks, each with its sha256, are recorded with the runtime)."""
 XLA_AUTO_FLAGS = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"

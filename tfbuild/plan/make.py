@@ -163,7 +163,12 @@ class Plan:
             ],
             "tunings": [t.to_json() for t in self.tunings],
             "configs": [
-                {"key": c.key, "variant": c.variant.variant.name, "tuning": c.tuning.name}
+                {
+                    "key": c.key,
+                    "variant": c.variant.variant.name,
+                    "tuning": c.tuning.name,
+                    "form": c.form,
+                }
                 for c in self.configs
             ],
             "ci": ci_fanout(self.matrix),
@@ -313,10 +318,10 @@ def make_plan(
 ) -> Plan:
     """The selected configs resolved for `host`. `runtimes` (runtimes_here) also judges whether
     each variant's Python can run in the runtime it gets here."""
-    pairs = select(matrix, only, skip, opt_in)
+    picked = select(matrix, only, skip, opt_in)
     planned: dict[str, PlannedVariant] = {}
     resolved: dict[str, ResolvedTuning] = {}
-    for variant, tuning in pairs:
+    for variant, tuning, _ in picked:
         if variant.name not in planned:
             required = required_cpu_flags(variant, host)
             planned[variant.name] = PlannedVariant(
@@ -328,9 +333,7 @@ def make_plan(
             )
         if tuning.name not in resolved:
             resolved[tuning.name] = resolve_tuning(tuning, host)
-    configs = tuple(
-        Config(planned[v.name], resolved[t.name], form) for v, t in pairs for form in matrix.forms
-    )
+    configs = tuple(Config(planned[v.name], resolved[t.name], form) for v, t, form in picked)
     return Plan(
         matrix=matrix,
         host=host,

@@ -27,6 +27,7 @@ from tfbuild.report.comparison import (
     choice_lines,
     contrast_rows,
     contrast_title,
+    form_lines,
     gate_rows,
     gate_title,
     header_lines,
@@ -135,13 +136,21 @@ def _per_benchmark(r: HostReport, everything: bool, width: int) -> list[Table]:
 
 
 def compare_view(
-    reports: Sequence[HostReport], width: int | None = None, everything: bool = False
+    reports: Sequence[HostReport],
+    width: int | None = None,
+    everything: bool = False,
+    brief: bool = False,
 ) -> Group:
     """The report for a terminal `width` columns wide (80 when not known); `everything` lists
-    every config in the tables instead of one line per reason for those out."""
+    every config in the tables instead of one line per reason for those out; `brief`: the
+    answer, what was measured (the workload and its forms), the tables and what failed, as
+    a person pastes it into a ticket."""
     width = width or COLUMNS
     parts: list[Table | Text] = [Text("\n".join(answer_lines(reports)), style="bold")]
     for r in reports:
+        if brief:
+            parts.extend(_brief(r, everything, width))
+            continue
         parts.append(Text("\n".join(header_lines(r))))
         for warning in r.warnings:
             parts.append(Text(f"warning: {warning}", style="yellow"))
@@ -163,6 +172,20 @@ def compare_view(
         # Never wrapped: the wheel, its hash and the commands must survive a copy and paste.
         parts.append(Text("\n".join(choice_lines(r)), no_wrap=True, overflow="ignore"))
     return Group(*parts)
+
+
+def _brief(r: HostReport, everything: bool, width: int) -> list[Table | Text]:
+    """What `compare --brief` shows of one machine's report."""
+    said = [f"Host: {r.host_key}", *([f"Workload: {r.workload}"] if r.workload else [])]
+    parts: list[Table | Text] = [Text("\n".join([*said, *form_lines(r)]))]
+    parts.append(_ranking(r, everything))
+    if lines := out_lines(r, everything):
+        parts.append(Text("\n".join(lines)))
+    parts.extend(_per_benchmark(r, everything, width))
+    parts += [Text(f"failed {f.who}: {f.reason}", style="red") for f in r.failures]
+    parts.append(Text("(brief: the design, error control, looks and 'use this' are in the full "
+                      "report, without --brief)"))  # fmt: skip
+    return parts
 
 
 def gate_view(verdict: Gate, fail_above: float) -> Group:

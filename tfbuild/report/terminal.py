@@ -243,9 +243,14 @@ def plan_view(plan: Plan) -> Group:
             " ".join(f"{k}={v}" for k, v in rt.env) or "-",
         )
     runnable = sum(1 for c in plan.configs if c.variant.verdict.runs)
+    forms = sorted({c.form for c in plan.configs}, key=plan.matrix.forms.index)
+    shape = f"{len(plan.variants)} variants x {len(plan.tunings)} tunings" + (
+        f" x {len(forms)} model forms ({', '.join(forms)})" if len(forms) > 1 else ""
+    )
+    whole = len(plan.variants) * len(plan.tunings) * len(forms) == len(plan.configs)
     summary = Text(
-        f"{len(plan.configs)} configs = {len(plan.variants)} variants x {len(plan.tunings)} "
-        f"tunings; {runnable} can run on this host",
+        f"{len(plan.configs)} configs {'=' if whole else 'of'} {shape}; {runnable} can run on "
+        "this host",
     )
     planned = {pv.variant.name for pv in plan.variants}
     for opt in plan.matrix.opt_in:

@@ -397,6 +397,11 @@ class Workload:
     files: tuple[str, ...] = ()
     """A script's FILES: what it reads beside it, relative to its folder (in the digest, and
     shipped beside it into a container)."""
+    atol: float | None = None
+    rtol: float | None = None
+    """--atol and --rtol: how far a model form's outputs may be from the as-given form's
+    (None: the runtime's default, workload_forms.ATOL and RTOL). Not in the identity: they
+    decide which forms pass, not what a timing measures."""
 
     def identity(self) -> tuple[Hashable, ...]:
         """What two sessions must share to have measured the same work."""
@@ -415,6 +420,9 @@ class Workload:
             parts += [f"--shape {k}={','.join(map(str, v))}" for k, v in self.shapes.items()]
             given = f"{self.inputs} (sha256 {(self.inputs_digest or '')[:12]})"
             parts.append(f"inputs {given}" if self.inputs else "generated inputs")
+        parts += [
+            f"--{k} {v:g}" for k, v in (("atol", self.atol), ("rtol", self.rtol)) if v is not None
+        ]
         return ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -424,6 +432,8 @@ class Workload:
             data["files"] = list(self.files)
         else:
             del data["files"]
+        for unset in [k for k in ("atol", "rtol") if data[k] is None]:
+            del data[unset]
         return data
 
     @classmethod
@@ -442,6 +452,8 @@ class Workload:
             inputs_digest=data.get("inputs_digest"),
             files=tuple(str(f) for f in data.get("files") or ()),
             calls=int(data.get("calls") or 50),
+            atol=None if data.get("atol") is None else float(data["atol"]),
+            rtol=None if data.get("rtol") is None else float(data["rtol"]),
         )
 
 

@@ -24,12 +24,14 @@ REFERENCE = {"probs": np.array([[0.1, 0.7, 0.2], [0.5, 0.25, 0.25]], dtype=np.fl
 LITERT = {"tensorflow": "2.21.0", "interpreter": "ai-edge-litert", "interpreter_version": "2.3.0"}
 
 
-def check(form: str, shift: float, uniform: bool = False) -> FormCheck:
+def check(
+    form: str, shift: float, uniform: bool = False, atol: float = 1e-4, rtol: float = 1e-3
+) -> FormCheck:
     """The runtime's own comparison of outputs `shift` away from the reference."""
     reference = {"probs": np.full((2, 3), 0.25, np.float32)} if uniform else REFERENCE
     got = {"probs": reference["probs"] + np.float32(shift)}
-    found = workload_forms.compare_outputs(np, reference, got, 1e-4, 1e-3)
-    made = LITERT if form == "litert" else {"tensorflow": "2.21.0"}
+    found = workload_forms.compare_outputs(np, reference, got, atol, rtol)
+    made = LITERT if form.startswith("litert") else {"tensorflow": "2.21.0"}
     read = form_check_of({**found, "form": form, **made})
     assert read is not None
     return read
@@ -111,3 +113,34 @@ def test_compare_says_each_forms_errors_and_never_ranks_one_that_failed(tmp_path
 def test_sessions_without_forms_say_nothing_of_them() -> None:
     """No check, no line and no JSON key: the committed sessions' reports are unchanged."""
     assert form_figures([Session(Path("s.json"), session({"x:default": 1.1}, rounds=2))]) == ()
+
+
+def test_an_answer_to_switch_to_int8_says_what_it_costs_in_accuracy(tmp_path: Path) -> None:
+    """litert-int8 ahead by far, its outputs 0.004 off (let through by --atol 0.01): the
+    answer to use it is followed at once by that error and the tolerance that let it pass;
+    float litert, also ahead, gets no such line."""
+    results = with_checks(
+        session({"base:default:litert-int8": 3.0, "base:default:litert": 1.5}, rounds=12),
+        {
+            "base:default:litert-int8": [check("litert-int8", 0.004, atol=0.01, rtol=0.0)],
+            "base:default:litert": [check("litert", 1e-6)],
+        },
+    )
+    proc = compare(str(write(tmp_path / "int8.json", results)))
+    assert proc.returncode == 0, proc.stderr
+    lines = [" ".join(line.split()) for line in proc.stdout.split("\n\n")]
+    said = " ".join(proc.stdout.split())
+    assert "Use base:default:litert-int8: " in said, said[:3000]
+    answer = next(p for p in lines if p.startswith("Use base:default:litert-int8: "))
+    assert (
+        "base:default:litert-int8 is quantized to int8: its outputs differ from the as-given "
+        "form's by up to 0.004 (max abs), 0.04 (max rel), allowed 0.01 + 0 x |as-given| "
+        "(--atol, --rtol)"
+    ) in answer, answer
+    assert "base:default:litert is quantized" not in said
+    assert (
+        "Form litert-int8 of base: max abs error 0.004, max rel error 0.04 against the "
+        "as-given outputs (allowed 0.01 + 0 x |as-given|), within them in all 12 processes; "
+        "made by TensorFlow 2.21.0's converter (int8, calibrated on the workload's inputs), "
+        "ai-edge-litert 2.3.0"
+    ) in said

@@ -24,6 +24,7 @@ from tfbuild.bench.workload import (
 )
 from tfbuild.config.suite import SUITE_VERSION
 from tfbuild.errors import WorkloadError
+from tfbuild.results.model import Workload
 from tfbuild.runtime.base import workload_files
 from tfbuild.runtime.container import workload_volume
 
@@ -114,6 +115,24 @@ def test_the_digest_follows_content_and_names(tmp_path: Path) -> None:
     (b / "variables" / "variables.index").write_bytes(b"index")
     (b / "variables" / "variables.index").rename(b / "variables" / "renamed.index")
     assert digest_of(a) != digest_of(b)
+
+
+def test_a_tolerance_goes_to_the_runtime_and_the_results_only_when_given(
+    tmp_path: Path,
+) -> None:
+    """--atol/--rtol reach the payload's spec and the results (where --resume reads them back);
+    unset, neither says a word of them and the runtime's defaults hold. Not in the identity:
+    they decide which forms pass, not what is timed."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "saved_model.pb").write_bytes(b"")
+    plain = resolve(WorkloadRequest(path=model))
+    loose = resolve(WorkloadRequest(path=model, atol=0.01, rtol=0.5))
+    assert "atol" not in payload_spec(plain) and "atol" not in plain.to_json()
+    assert (payload_spec(loose)["atol"], payload_spec(loose)["rtol"]) == (0.01, 0.5)
+    assert Workload.from_json(loose.to_json()) == loose
+    assert loose.identity() == plain.identity()
+    assert loose.describe().endswith(", generated inputs, --atol 0.01, --rtol 0.5")
 
 
 def test_workload_options_need_a_workload() -> None:

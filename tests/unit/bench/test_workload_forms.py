@@ -118,7 +118,7 @@ def test_outputs_of_one_value_make_the_check_prove_nothing() -> None:
             "tflite",
             "savedmodel",
             False,
-            "unknown form 'tflite' (known: as-given, optimized, litert)",
+            "unknown form 'tflite' (known: as-given, optimized, litert, litert-int8)",
         ),
         (
             "litert",
@@ -137,3 +137,19 @@ def test_a_form_the_workload_cannot_take_is_refused_before_loading(
     spec = {"kind": kind, "path": "/nonexistent", "form": form, "jit": jit}
     with pytest.raises(forms.FormRefused, match=re.escape(said)):
         prepare(np, None, spec)
+
+
+def test_the_forms_are_the_same_wherever_they_are_named() -> None:
+    """The runtime's lists (it cannot import tfbuild), the host's and the results schema's."""
+    import json
+
+    from tfbuild.config import values
+    from tfbuild.resources import data_path
+
+    assert FORMS == values.FORMS == ("as-given", *forms.KNOWN)
+    assert set(values.QUANTIZED) <= set(forms.KNOWN) and set(values.FORM_PACKAGES) <= set(FORMS)
+    schema = json.loads(data_path("schemas/results.schema.json").read_text())
+    text = json.dumps(schema)
+    others = "|".join(forms.KNOWN)
+    assert f"(:({others}))?(~aa)?$" in text
+    assert text.count(json.dumps(list(forms.KNOWN))) == 2  # a config's form, a form_check's

@@ -324,3 +324,56 @@ def test_no_build_is_scheduled_where_it_cannot_finish(tmp_path: Path) -> None:
 def test_the_committed_workflow_has_no_zizmor_finding_above_low() -> None:
     findings = _zizmor(REPO / ".github" / "workflows" / "tfbuild-nightly.yml")
     assert not [f for f in findings if f["determinations"]["severity"] in ("Medium", "High")]
+
+
+def test_the_nightly_bench_carries_a_workload_in_the_matrixs_forms(tmp_path: Path) -> None:
+    """`ci github --workload PATH` with a matrix of model forms: every bench job measures the
+    model (its Benchmark step, run by bash, hands bench `--workload PATH` with the release and
+    the variants to skip), the drift check regenerates it with the same --workload and finds it
+    current. Model forms without a --workload, or a path outside the checkout or that is no
+    model, are refused (exit 64; 15, the workload's code, for what is no model) and nothing is
+    written."""
+    matrix = (REPO / "matrix.yaml").read_text() + "forms: [as-given, litert]\n"
+    (tmp_path / "matrix.yaml").write_text(matrix)
+    model = tmp_path / "models" / "my model"
+    model.mkdir(parents=True)
+    (model / "saved_model.pb").write_bytes(b"")
+    out = ".github/workflows/tfbuild-nightly.yml"
+    common = ("ci", "github", "--install", "pip install .", "--out", out)
+    for given, code, said in (
+        ((), 64, "matrix.yaml: forms: litert: a model form is made from a SavedModel's signature"),
+        (("--workload", str(model)), 64, "give its path relative to the repository's root"),
+        (("--workload", "models/none"), 15, "models/none: no such file"),
+        (("--workload", "../models/my model"), 64, "relative to the repository's root"),
+    ):
+        proc = run_tfbuild(*common, *given, cwd=tmp_path)
+        assert proc.returncode == code, (given, proc.stderr)
+        assert said in proc.stderr and "Traceback" not in proc.stderr, (given, proc.stderr)
+        assert not (tmp_path / out).exists()
+    proc = run_tfbuild(*common, "--workload", "models/my model", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "bench measures models/my model (not the fixed suite), in the forms as-given, " \
+        "litert" in proc.stdout  # fmt: skip
+    jobs = yaml.safe_load((tmp_path / out).read_text())["jobs"]
+    (step,) = [s for s in jobs["bench"]["steps"] if s.get("name") == "Benchmark"]
+    shim = 'tfbuild() { printf "%s\\n" "$@"; }\n'
+    env = {**os.environ, "TENSORFLOW": "2.21.0", "SKIP_VARIANTS": "mkl-avx2 cuda-sm90"}
+    ran = subprocess.run(["bash", "-eo", "pipefail", "-c", shim + step["run"]], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, check=True)  # fmt: skip
+    assert ran.stdout.splitlines() == [
+        "bench", "--matrix", "matrix.yaml", "--results", "results", "--tensorflow", "2.21.0",
+        "--skip", "mkl-avx2", "--skip", "cuda-sm90", "--workload", "models/my model",
+    ]  # fmt: skip
+    (drift,) = [
+        s for s in jobs["plan"]["steps"] if s.get("name") == "Check the workflow matches the matrix"
+    ]
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "GITHUB_REPOSITORY": "octo-org/tfbuild",
+        "GITHUB_WORKFLOW_REF": f"octo-org/tfbuild/{out}@refs/heads/main",
+    }
+    checked = subprocess.run(["bash", "-eo", "pipefail", "-c", drift["run"]], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, check=False)  # fmt: skip
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.strip() == f"{out} is current"

@@ -211,3 +211,30 @@ def test_a_form_without_a_savedmodel_is_refused_before_anything_runs(tmp_path: P
     proc = run_tfbuild(*common, "--workload", str(script), "--with-suite")
     assert proc.returncode == 64 and "--with-suite with model forms (optimized)" in proc.stderr
     assert not (tmp_path / "w").exists() and not (tmp_path / "r").exists()
+
+
+def test_a_tolerance_needs_a_form_to_hold_to_it(tmp_path: Path) -> None:
+    """--atol/--rtol without --workload, or with only the as-given form, which nothing is
+    compared with, or a negative one: refused (exit 64) before anything runs."""
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
+    )
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "saved_model.pb").write_bytes(b"")
+    common = ["bench", "--matrix", str(matrix), "--store", str(tmp_path / "w"),
+              "--results", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+    proc = run_tfbuild(*common, "--rtol", "0.1")
+    assert proc.returncode == 64, proc.stderr
+    assert "--rtol: only with --workload PATH" in proc.stderr
+    proc = run_tfbuild(*common, "--workload", str(model), "--atol", "0.01")
+    assert proc.returncode == 64, proc.stderr
+    assert proc.stderr.startswith(
+        "tfbuild: --atol: a tolerance for a model form's outputs, and this session measures "
+        "only as-given; add --forms (e.g. --forms litert-int8) or leave it out"
+    ), proc.stderr
+    proc = run_tfbuild(*common, "--workload", str(model), "--forms", "litert-int8", "--atol", "-1")
+    assert proc.returncode == 64, proc.stderr
+    assert "Invalid value for '--atol': -1.0 is not in the range x>=0" in proc.stderr
+    assert not (tmp_path / "w").exists() and not (tmp_path / "r").exists()

@@ -115,19 +115,19 @@ def test_missing_local_wheel(tmp_path: Path) -> None:
     assert "`tfbuild inspect`" in verdict.summary
 
 
-def names(pairs: list[tuple[Variant, Tuning]]) -> list[str]:
-    return [f"{v.name}:{t.name}" for v, t in pairs]
+def names(picked: list[tuple[Variant, Tuning, str]]) -> list[str]:
+    return [f"{v.name}:{t.name}" for v, t, _ in picked]
 
 
 def test_selection_patterns() -> None:
     # the default run leaves the opt-in sets out
-    default = {v.name for v, _ in select(MATRIX)}
+    default = {v.name for v, _, _ in select(MATRIX)}
     assert default == {v.name for v in MATRIX.variants} - MATRIX.left_out
     assert {"stock-2.14", "intel-2.14", "nightly", "stock-2.22rc0"} <= MATRIX.left_out
     assert "stock" in default and MATRIX.baseline.variant == "stock"
     assert len(select(MATRIX, opt_in=EVERY_SET)) == len(MATRIX.variants) * len(MATRIX.tunings)
     # a set adds its variants; a pattern naming an opt-in variant adds it alone
-    assert {v.name for v, _ in select(MATRIX, opt_in=["intel-2023"], only=["intel-*"])} == {
+    assert {v.name for v, _, _ in select(MATRIX, opt_in=["intel-2023"], only=["intel-*"])} == {
         "intel-2.14",
         "intel-avx512-2.14",
     }
@@ -178,6 +178,13 @@ def test_plan_json_lists_every_config() -> None:
     assert doc["schema"] == "tfbuild.plan/1"
     assert [c["key"] for c in doc["configs"]][:2] == ["stock:default", "stock:single-thread"]
     assert len(doc["configs"]) == 3 * 4
+    assert {c["form"] for c in doc["configs"]} == {"as-given"}
+    forms = dataclasses.replace(MATRIX, forms=("as-given", "litert"))
+    keyed = make_plan(forms, fleet("haswell-xeon-e5-2680v3"), only=["stock:default"]).to_json()
+    assert [(c["key"], c["form"]) for c in keyed["configs"]] == [
+        ("stock:default", "as-given"),
+        ("stock:default:litert", "litert"),
+    ]
     avx512 = next(v for v in doc["variants"] if v["name"] == "avx512")
     assert avx512["runs_here"] is False and "avx512f" in avx512["required_cpu_flags"]
 

@@ -107,3 +107,23 @@ def test_throughput_of_the_baseline_and_the_leader_beside_the_ratios(name: str) 
         base, best = throughput[host["baseline"]][bench], throughput[leader][bench]
         assert row[2] == unit
         assert abs(float(row[3]) / base - 1) < 5e-4 and abs(float(row[4]) / best - 1) < 5e-4
+
+
+def test_brief_keeps_the_answer_what_was_measured_and_the_tables_and_leaves_the_rest() -> None:
+    """`compare --brief` of a session of model forms: the answer as the full report gives it,
+    the workload and each form's errors, the ranking and per-benchmark tables line for line as
+    in the full report; not the design, the error control, the looks or 'use this'. Only for
+    the terminal: with another format it is refused (exit 64)."""
+    path = RESULTS / "forms-mobilenet.json.gz"
+    full, brief = _terminal(path, 120), _terminal(path, 120, "--brief")
+    lines = brief.splitlines()
+    assert lines[0] == full.splitlines()[0] and lines[0].startswith("Use stock:default:litert: ")
+    assert set(lines[:-1]) <= set(full.splitlines())  # nothing made up for the short form
+    assert any(line.startswith("Form litert of stock: max abs error 1e-09") for line in lines)
+    assert any(line.startswith("1  stock:default:litert ") for line in lines)
+    assert any(line.startswith("workload-p50   ±5.0%  ms, p50 latency     9.395") for line in lines)
+    for left in ("Design:", "Error control:", "Looks (at the scheduled rounds)", "Use this"):
+        assert left in full and left not in brief, left
+    assert len(lines) < len(full.splitlines()) / 2
+    proc = run_tfbuild("compare", str(path), "--brief", "--format", "json")
+    assert proc.returncode == 64 and "--brief shortens the terminal report" in proc.stderr

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from pathlib import Path
 
 from rich.console import Console
+from support.cli import run_tfbuild
+from support.env import REPO
 from support.synthetic import session
 
 from tfbuild.bench.summary import summarise
@@ -42,3 +46,22 @@ def test_a_share_of_peak_above_100_percent_is_marked_and_explained() -> None:
         assert f"({shares[base]:.0%} pk{'*' if starred else ''})" in text
         assert "(50% pk)" in text
         assert ("* above 100 % of peak" in text) == starred
+
+
+def test_the_plan_says_how_its_configs_are_made_forms_included(tmp_path: Path) -> None:
+    """`tfbuild matrix`: variants x tunings x model forms when the matrix has forms, `of`
+    instead of `=` when the selection took some configs of that product and not the rest."""
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text((REPO / "matrix.yaml").read_text() + "forms: [as-given, litert]\n")
+
+    def summary(*args: str) -> str:
+        proc = run_tfbuild("matrix", "--matrix", str(matrix), *args, env={"COLUMNS": "200"})
+        assert proc.returncode == 0, proc.stderr
+        (line,) = [line for line in proc.stdout.splitlines() if re.match(r"\d+ configs ", line)]
+        return line
+
+    assert summary().startswith("48 configs = 6 variants x 4 tunings x 2 model forms (as-given, ")
+    assert summary("--only", "stock:*", "--only", "mkl-avx2:default:litert").startswith(
+        "9 configs of 2 variants x 4 tunings x 2 model forms (as-given, litert); "
+    )
+    assert summary("--only", "stock:*:as-given").startswith("4 configs = 1 variants x 4 tunings;")
