@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tfbuild.bench.payload import BENCHMARKS
-from tfbuild.config.suite import TRAINED
+from tfbuild.config.suite import BENCHMARKS, TRAINED
 from tfbuild.runtime.base import PAYLOAD
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
@@ -62,7 +61,7 @@ out = {}
 ways = {"payload": lambda tf: recorded(own(tf)), "autograph": lambda tf: recorded(tf.function)}
 for way, decorator in ways.items():
     payload._graph = decorator
-    for name in payload.BENCHMARKS:
+    for name in payload.ITERATIONS:
         made.clear()
         bench = payload.BUILDERS[name](np, tf)
         bench.step()

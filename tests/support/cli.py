@@ -195,3 +195,14 @@ def toy_build(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def toy_wheel(store: Path, variant: str) -> Path:
     return next((store / f"tf2.17-py3.11-{variant}").glob("*.whl"))
+
+
+def debug_said(stderr: str) -> dict[str, tuple[str, str]]:
+    """What `--debug` said of each setting on stderr: name -> (value, where it came from)."""
+    said = {}
+    for line in stderr.splitlines():
+        if line.startswith("tfbuild: debug: "):
+            name, _, rest = line.removeprefix("tfbuild: debug: ").partition(" = ")
+            value, _, source = rest.rpartition("  [")
+            said[name] = (value, source.removesuffix("]"))
+    return said

@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tfbuild.bench.calibrate import DESIGN_SINCE, EARLIER, STEPS
-from tfbuild.bench.payload import ITERATIONS, SAMPLES, SUITE_VERSION
+from tfbuild.bench.payload import ITERATIONS, SAMPLES
+from tfbuild.config.suite import SUITE_VERSION
 from tfbuild.results.calibration import CalibrationResults
 
 

@@ -31,6 +31,8 @@ from tfbuild.analysis.gaps import flagged
 from tfbuild.analysis.power import rounds_left
 from tfbuild.analysis.rounds import Rounds
 from tfbuild.analysis.sessions import Session, Timeline, rested_at
+from tfbuild.analysis.stopping import design_text, stopping
+from tfbuild.bench.schedule import Looked
 from tfbuild.results import model
 from tfbuild.results.model import Results
 
@@ -152,7 +154,18 @@ class SequentialLooks:
 
     def __call__(
         self, results: Results, active: Sequence[str], round_: int, elapsed: float
+    ) -> Looked:
+        """The look after round `round_`, its stop and the words for them."""
+        return stopping(results, self.look(results, active, round_, elapsed), active)
+
+    def describe(self, design: model.Design) -> str:
+        return design_text(design)
+
+    def look(
+        self, results: Results, active: Sequence[str], round_: int, elapsed: float
     ) -> model.Look:
+        """The look after round `round_` of the configs `active` ran, as the results record
+        it."""
         design = results.design
         forked = results.suite.processes == "forked"
         self.rounds.weights = dict(results.suite.weights)  # the level the session decides on

@@ -17,13 +17,12 @@ from typing import Any
 
 from tfbuild.bench.failures import form_check_of
 from tfbuild.bench.workload import payload_spec
-from tfbuild.config.values import FORM_PACKAGES
+from tfbuild.config.values import FORM_PACKAGES, TIMEOUT_S
 from tfbuild.errors import FormFailed, ToolMissing, WorkloadError
 from tfbuild.files import sha256_of
 from tfbuild.results.forms import FormCheck
 from tfbuild.results.model import Workload
 
-TIMEOUT_S = 1800
 TAIL = 25
 
 

@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfbuild.bench.workload import BENCHMARKS as WORKLOAD_BENCHMARKS
-from tfbuild.bench.workload import payload_spec
+from tfbuild.bench.workload import WORKLOAD_BENCHMARKS, payload_spec
 from tfbuild.config.model import SuiteSettings
-from tfbuild.config.values import AS_GIVEN
+from tfbuild.config.values import AS_GIVEN, TIMEOUT_S
 from tfbuild.results.model import DEFAULT_PROCESSES, ConfigEntry, ProcessPath, Workload
 from tfbuild.runtime.records import PayloadConfig
 from tfbuild.store import WheelStore
@@ -24,7 +23,7 @@ class SessionOptions:
     seed: int | None = None
     cpus: tuple[int, ...] | None = None
     runtime: str = "auto"
-    timeout: float = 1800.0
+    timeout: float = TIMEOUT_S
     refresh: bool = False
     argv: tuple[str, ...] = ()
     force: bool = False

@@ -6,10 +6,11 @@ zygote.py, its parent having imported TensorFlow). The tuning's environment vari
 before TensorFlow starts; thread pool sizes from the config are applied before the first op.
 
 Every benchmark has fixed shapes, seeds, warm-up, iterations and samples, identical for every
-build. A change to any of them is a new suite version (SUITE_VERSION), so results of different
-suites are never compared. Version 2 timed less work per process than version 1, version 3 half
-the steps per sample of version 2 (on a shared machine the spread between processes dominates,
-so more, cheaper processes buy more precision per second: `tfbuild calibrate`). Version 4 times
+build. A change to any of them is a new suite version (tfbuild.config.suite.SUITE_VERSION, where
+the suite's names are too), so results of different suites are never compared. Version 2 timed
+less work per process than version 1, version 3 half the steps per sample of version 2 (on a
+shared machine the spread between processes dominates, so more, cheaper processes buy more
+precision per second: `tfbuild calibrate`). Version 4 times
 the same graphs as version 3, but each build traces its training steps once (`payload.py
 --save-traces FOLDER`) and every process loads them instead of tracing them again. Each process
 records where its time went: import, building, tracing, warm-up, timed samples.
@@ -35,16 +36,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-SUITE_VERSION = 4
-BENCHMARKS = (
-    "gru-keras",
-    "gru-static",
-    "gru-dynamic",
-    "matmul-fed",
-    "matmul-pinned",
-    "input-fed",
-    "input-pinned",
-)
 # Iterations in one timed sample and timed samples per process, fixed for every build so that
 # every build does the same work (chosen with `tfbuild calibrate`, see docs/reference.md).
 ITERATIONS = {
@@ -56,7 +47,7 @@ ITERATIONS = {
     "input-fed": 50,
     "input-pinned": 50,
 }
-SAMPLES = {name: 3 for name in BENCHMARKS}
+SAMPLES = {name: 3 for name in ITERATIONS}
 # Untimed steps after the first call (which traces the tf.function and is timed on its own).
 WARMUP_STEPS = 2
 # The seed-000 model.
@@ -538,7 +529,6 @@ def main(argv: list[str]) -> int:
         # Pinned before TensorFlow starts, so its thread pools inherit the affinity.
         os.sched_setaffinity(0, config["cpus"])
     result: dict[str, Any] = {
-        "suite_version": SUITE_VERSION,
         "pid": os.getpid(),
         "parent": os.getppid(),
         "forked": "tensorflow" in sys.modules,  # a zygote's child: its parent imported it

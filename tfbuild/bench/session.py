@@ -15,14 +15,14 @@ from pathlib import Path
 
 from tfbuild import __version__
 from tfbuild.bench.options import SessionOptions, Workspace
-from tfbuild.bench.payload import ITERATIONS, SAMPLES, SUITE_VERSION, WARMUP_STEPS
+from tfbuild.bench.pace import Clock
+from tfbuild.bench.payload import ITERATIONS, SAMPLES, WARMUP_STEPS
 from tfbuild.bench.prepare import prepare, runtime_settings
-from tfbuild.bench.schedule import Clock, Looker, Schedule
-from tfbuild.bench.workload import BENCHMARKS as WORKLOAD_BENCHMARKS
-from tfbuild.bench.workload import digest_of, suite_entries
+from tfbuild.bench.schedule import Looker, Schedule
+from tfbuild.bench.workload import WORKLOAD_BENCHMARKS, digest_of, suite_entries
 from tfbuild.build.render import template_dirs
 from tfbuild.config.model import SuiteSettings
-from tfbuild.config.suite import BENCHMARKS
+from tfbuild.config.suite import BENCHMARKS, SUITE_VERSION
 from tfbuild.errors import ResultsError, WorkloadError
 from tfbuild.files import Busy, locked, portable, sha256_of
 from tfbuild.machine.peak import fp32_peak

@@ -29,7 +29,8 @@ from tfbuild.errors import WorkloadError
 from tfbuild.files import portable, sha256_of
 from tfbuild.results.model import Workload
 
-BENCHMARKS = (THROUGHPUT, *LATENCY)
+WORKLOAD_BENCHMARKS = (THROUGHPUT, *LATENCY)
+"""What a session measures of the user's model: its throughput and latency percentiles."""
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 _SHAPE_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_.:/-]*)=([1-9]\d*(?:,[1-9]\d*)*)")
 FLAGS = {

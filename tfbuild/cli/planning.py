@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
@@ -25,15 +25,22 @@ from tfbuild.config.settings import Setting, matrix_settings
 from tfbuild.config.tensorflow import tf_release
 from tfbuild.config.values import AS_GIVEN
 from tfbuild.engine import DockerInfo
-from tfbuild.errors import EngineUnavailable, InstallError, SelectionError, UsageError
+from tfbuild.errors import (
+    EngineUnavailable,
+    InstallError,
+    NotBuiltError,
+    SelectionError,
+    UsageError,
+)
 from tfbuild.machine.detect import detect
 from tfbuild.machine.profile import HostProfile, load_profile
 from tfbuild.machine.remote import engine_machine
-from tfbuild.plan.make import Plan, make_plan
+from tfbuild.plan.make import Plan, PlannedVariant, make_plan
 from tfbuild.plan.runtimes import ImageProbe, Runtimes, runtime_kind, runtimes_for
 from tfbuild.plan.select import select
 from tfbuild.resources import default_matrix_path
 from tfbuild.results.model import Workload
+from tfbuild.store import WheelStore
 
 
 def matrix_file(path: Path | None) -> Path:
@@ -235,3 +242,65 @@ def with_baseline(plan: Plan) -> Plan:
             f"every config is ranked against: add --only {key}"
         )
     return plan
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceBuilds:
+    """What `run` does with the plan's source variants: the plan it measures, the builds it
+    makes first (with --build), what it says first, and the message naming those it leaves out
+    (None when it leaves none out), repeated after the report."""
+
+    plan: Plan
+    build: tuple[PlannedVariant, ...]
+    notes: tuple[str, ...]
+    left_out: str | None
+
+
+def source_builds(
+    plan: Plan, store: WheelStore, build: bool, engine_status: DockerInfo
+) -> SourceBuilds:
+    """`run`'s source variants: those that cannot run here are not built (the bench records
+    why); those the store holds are measured; the others are built first with `build` and an
+    engine, else left out and named with the command and estimate that build them. Refused
+    (NotBuiltError, or EngineUnavailable without an engine) when leaving them out leaves
+    nothing to rank: the baseline, or every config that runs here."""
+    from tfbuild.build.stage import in_store, left_out_message
+
+    sources = [pv for pv in plan.variants if pv.variant.needs_build]
+    notes = [
+        f"not building {pv.variant.name}: it cannot run here ({'; '.join(pv.verdict.reasons)})"
+        for pv in sources
+        if pv.verdict.runs is False
+    ]
+    missing = [pv for pv in sources if pv.verdict.runs is not False and not in_store(store, pv)]
+    names = [pv.variant.name for pv in missing]
+    baseline = plan.matrix.baseline.variant
+    alone = baseline in names or all(
+        pv in missing or pv.verdict.runs is False for pv in plan.variants
+    )
+    if not missing:
+        return SourceBuilds(plan, (), tuple(notes), None)
+    if build and engine_status.reachable:
+        return SourceBuilds(plan, tuple(missing), tuple(notes), None)
+    if not build:
+        said = left_out_message(missing, plan, store)
+        if alone:
+            lacking = f"the baseline {baseline}" if baseline in names else (
+                "every config that runs here"
+            )  # fmt: skip
+            raise NotBuiltError(f"Nothing to rank: {lacking} needs a build. {said}")
+    else:
+        said = no_engine_message(names, engine_status)
+        if alone:
+            raise EngineUnavailable(said)
+    return SourceBuilds(plan.without(names), (), (*notes, f"[yellow]{said}[/]"), said)
+
+
+def no_engine_message(names: Sequence[str], engine_status: DockerInfo) -> str:
+    return (
+        f"Skipped the source variants {', '.join(names)}: building them needs a Docker engine "
+        f"and none answers at {engine_status.host}. To include them: install and start Docker "
+        "(Debian/Ubuntu: apt-get install docker.io, then start dockerd) or point DOCKER_HOST "
+        "at an engine; `tfbuild base-image` puts the base image on it; then run `tfbuild run` "
+        "again."
+    )

@@ -36,6 +36,7 @@ from tfbuild.cli.planning import (
     SessionMachine,
     read_matrix,
     session_plan,
+    source_builds,
     with_baseline,
     with_forms,
 )
@@ -50,9 +51,9 @@ from tfbuild.cli.values import (
     parse_weights,
     workload_request,
 )
-from tfbuild.config.values import AS_GIVEN
+from tfbuild.config.values import AS_GIVEN, TIMEOUT_S
 from tfbuild.engine import DockerInfo
-from tfbuild.errors import EngineUnavailable, NotBuiltError, NothingRan
+from tfbuild.errors import NothingRan
 from tfbuild.results.model import DEFAULT_PROCESSES, ProcessPath, Results
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class SessionSettings:
     cache_dir: Path
     force: bool
     quiet: bool
-    timeout: float = 1800.0
+    timeout: float = TIMEOUT_S
     refresh: bool = False
     workload: WorkloadRequest | None = None
     with_suite: bool = False
@@ -119,7 +120,7 @@ class SessionSettings:
             cache_dir=cache_folder(params["cache_dir"]),
             force=params["force"],
             quiet=params["quiet"],
-            timeout=params.get("timeout", 1800.0),
+            timeout=params.get("timeout", TIMEOUT_S),
             refresh=params.get("refresh", False),
             workload=workload_request(params),
             with_suite=bool(params.get("with_suite")),
@@ -169,8 +170,7 @@ def _workspace(
 
 def _options(settings: SessionSettings, suite: SuiteSettings) -> SessionOptions:
     from tfbuild.bench.options import SessionOptions
-    from tfbuild.bench.workload import BENCHMARKS as WORKLOAD_BENCHMARKS
-    from tfbuild.bench.workload import resolve
+    from tfbuild.bench.workload import WORKLOAD_BENCHMARKS, resolve
 
     wanted = settings.machine
     workload = resolve(settings.workload) if settings.workload else None
@@ -211,7 +211,7 @@ def _require_measurements(results: Results, path: Path) -> None:
 @click.option(
     "--timeout",
     type=float,
-    default=1800,
+    default=TIMEOUT_S,
     show_default=True,
     help="Seconds one benchmark process may take before it is killed.",
 )
@@ -303,7 +303,7 @@ class CalibrateSettings:
     type=click.IntRange(2, 1000),
     default=10,
     show_default=True,
-    help="Processes per config (every config once per round, shuffled).",
+    help="Rounds: every config runs once a round, in its own process, in a shuffled order.",
 )
 @SEED_OPTION
 @RUNTIME_OPTION
@@ -393,16 +393,6 @@ def _calibrate(settings: CalibrateSettings) -> Path:
         return run_calibration(plan, options, workspace, reporter, settings.rounds)
 
 
-def no_engine_message(names: Sequence[str], engine_status: DockerInfo) -> str:
-    return (
-        f"Skipped the source variants {', '.join(names)}: building them needs a Docker engine "
-        f"and none answers at {engine_status.host}. To include them: install and start Docker "
-        "(Debian/Ubuntu: apt-get install docker.io, then start dockerd) or point DOCKER_HOST "
-        "at an engine; `tfbuild base-image` puts the base image on it; then run `tfbuild run` "
-        "again."
-    )
-
-
 @cli.command()
 @matrix_option
 @selection_options
@@ -434,28 +424,11 @@ def run(build_sources: bool, fmt: str, **params: Any) -> None:
     (variant, tuning) config, ranks them, writes RESULTS/<session>.html and prints the ranking
     and the config to use.
     """
-    from rich.text import Text
-
-    from tfbuild.analysis.host_report import analyse
     from tfbuild.analysis.looks import SequentialLooks
-    from tfbuild.analysis.sessions import load_sessions
     from tfbuild.bench.session import run_session
-    from tfbuild.build.stage import (
-        BuildOptions,
-        build_many,
-        build_plan_lines,
-        in_store,
-        left_out_message,
-    )
-    from tfbuild.cli.comparing import with_requirements
+    from tfbuild.build.stage import BuildOptions, build_many, build_plan_lines
     from tfbuild.engine import docker_status
-    from tfbuild.files import atomic_write_text
     from tfbuild.progress import make_reporter
-    from tfbuild.report.comparison import answer_lines
-    from tfbuild.report.document import compare_json
-    from tfbuild.report.html import compare_html
-    from tfbuild.report.ranking import compare_view
-    from tfbuild.results.codec import load
 
     settings = SessionSettings.from_params(params)
     matrix = read_matrix(settings.matrix, settings.tensorflow)
@@ -464,49 +437,39 @@ def run(build_sources: bool, fmt: str, **params: Any) -> None:
     options = _options(settings, settings.suite.settings(matrix.suite))
     matrix = with_forms(matrix, settings.forms, options.workload, settings.with_suite)
     reporter = make_reporter(settings.quiet)
-    skipped: list[str] = []
     with reporter:
-        plan = with_baseline(
+        planned = with_baseline(
             session_plan(matrix, settings.selection, settings.machine, engine_status, reporter.note)
         )
-        store = workspace.store
-        sources = [pv for pv in plan.variants if pv.variant.needs_build]
-        for pv in sources:
-            if pv.verdict.runs is False:  # the bench records why, with the plan's reasons
-                reporter.note(
-                    f"not building {pv.variant.name}: it cannot run here "
-                    f"({'; '.join(pv.verdict.reasons)})"
-                )
-        missing = [pv for pv in sources if pv.verdict.runs is not False and not in_store(store, pv)]
-        names = [pv.variant.name for pv in missing]
-        # nothing to rank without the baseline, or with nothing else that runs here
-        alone = matrix.baseline.variant in names or all(
-            pv in missing or pv.verdict.runs is False for pv in plan.variants
-        )
-        if missing and not build_sources:
-            left_out = left_out_message(missing, plan, store)
-            if alone:
-                lacking = (
-                    f"the baseline {matrix.baseline.variant}"
-                    if matrix.baseline.variant in names
-                    else "every config that runs here"
-                )
-                raise NotBuiltError(f"Nothing to rank: {lacking} needs a build. {left_out}")
-            reporter.note(f"[yellow]{left_out}[/]")
-            plan = plan.without(names)
-            skipped = [left_out]
-        elif missing and not engine_status.reachable:
-            if alone:
-                raise EngineUnavailable(no_engine_message(names, engine_status))
-            reporter.note(f"[yellow]{no_engine_message(names, engine_status)}[/]")
-            plan = plan.without(names)
-            skipped = [no_engine_message(names, engine_status)]
-        elif missing:
-            for line in build_plan_lines(missing, plan, store):
+        sources = source_builds(planned, workspace.store, build_sources, engine_status)
+        for note in sources.notes:
+            reporter.note(note)
+        if sources.build:
+            for line in build_plan_lines(sources.build, sources.plan, workspace.store):
                 reporter.note(f"build {line}")
-            failed = build_many(missing, plan, store, reporter, BuildOptions())
+            failed = build_many(sources.build, sources.plan, workspace.store, reporter,
+                                BuildOptions())  # fmt: skip
             options = dataclasses.replace(options, build_failures=failed)
-        path = run_session(plan, options, workspace, reporter, SequentialLooks())
+        path = run_session(sources.plan, options, workspace, reporter, SequentialLooks())
+    skipped = [sources.left_out] if sources.left_out else []
+    _report_run(path, fmt, skipped)
+
+
+def _report_run(path: Path, fmt: str, skipped: Sequence[str]) -> None:
+    """What `run` says of its session: the report (terminal or JSON), where the results, the
+    HTML report and the requirements file are, and what it left out."""
+    from rich.text import Text
+
+    from tfbuild.analysis.host_report import analyse
+    from tfbuild.analysis.sessions import load_sessions
+    from tfbuild.cli.comparing import with_requirements
+    from tfbuild.files import atomic_write_text
+    from tfbuild.report.comparison import answer_lines
+    from tfbuild.report.document import compare_json
+    from tfbuild.report.html import compare_html
+    from tfbuild.report.ranking import compare_view
+    from tfbuild.results.codec import load
+
     _require_measurements(load(path), path)
     reports = analyse(load_sessions([path]), power=True)
     if (choice := reports[0].choice) is not None and choice.lock:  # one machine: this one

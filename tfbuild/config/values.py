@@ -140,6 +140,10 @@ def unknown(kind: str, value: str, known: Sequence[str]) -> str:
     return message + did_you_mean(value, known)
 
 
+TIMEOUT_S = 1800.0
+"""How long one piece of work outside tfbuild may take before it is stopped, unless the
+command says otherwise: a benchmark process (--timeout), a runtime image's install, an
+export."""
 AS_GIVEN = "as-given"
 FORMS = (AS_GIVEN, "optimized", "litert", "litert-int8")
 """The forms a SavedModel workload is measured in (tfbuild/bench/workload_forms.py makes them in

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tfbuild.config.model import INHERIT_PIP, PipSettings
-from tfbuild.config.values import AS_GIVEN
+from tfbuild.config.values import AS_GIVEN, TIMEOUT_S
 from tfbuild.errors import ResultsError
 from tfbuild.jsonrecords import record
 from tfbuild.machine.peak import Peak
@@ -194,7 +194,7 @@ def _session(data: Mapping[str, Any]) -> SessionInfo:
         host_key=data.get("host_key"),
         cpus=_opt(data.get("cpus"), tuple),
         runtime=data.get("runtime", "auto"),
-        timeout_s=data.get("timeout_s", 1800.0),
+        timeout_s=data.get("timeout_s", TIMEOUT_S),
         pip=_pip(data["pip"]) if data.get("pip") else INHERIT_PIP,
         runtime_options=(
             record(RuntimeOptions, {**recorded, "template_dirs": tuple(recorded["template_dirs"])})

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar, get_args
 
 from tfbuild.config.model import PipSettings
-from tfbuild.config.values import AS_GIVEN
+from tfbuild.config.values import AS_GIVEN, TIMEOUT_S
 from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import HostProfile
 from tfbuild.results.forms import FormCheck
@@ -367,7 +367,7 @@ class SessionInfo:
     """The machine class the results are compared as (--host-key); None: from the host."""
     cpus: tuple[int, ...] | None = None
     runtime: str = "auto"
-    timeout_s: float = 1800.0
+    timeout_s: float = TIMEOUT_S
     pip: PipSettings
     runtime_options: RuntimeOptions | None = None
     prepare_s: float | None = None

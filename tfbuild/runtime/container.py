@@ -18,6 +18,7 @@ from typing import Any
 from tfbuild import engine, pip, wheelfile
 from tfbuild.build.render import render_runtime
 from tfbuild.config.model import PipSettings
+from tfbuild.config.values import TIMEOUT_S
 from tfbuild.errors import InstallError
 from tfbuild.files import digest, locked, tar_of
 from tfbuild.runtime.base import (
@@ -49,7 +50,7 @@ from tfbuild.runtime.records import (
 )
 from tfbuild.store import Artifact
 
-INSTALL_TIMEOUT_S = 1800
+INSTALL_TIMEOUT_S = TIMEOUT_S
 INSTALL_DIR = "/tmp/tfbuild-install"
 REPORT = f"/opt/tf/{pip.REPORT}"
 """pip's report of what it installed into a runtime image (runtime-install.sh.j2)."""

@@ -463,6 +463,6 @@ def test_a_sequential_session_looks_at_the_level_it_records() -> None:
     last = (results.looks or ())[-1]
     for weights, low, high in (({}, 1.10, 1.20), (NO_INPUT, 1.0, 1.10)):
         again = replace(results, suite=replace(results.suite, weights=weights))
-        look = SequentialLooks(forecast=False)(again, last.active, last.round, last.elapsed_s)
+        look = SequentialLooks(forecast=False).look(again, last.active, last.round, last.elapsed_s)
         ratio = look.estimates[AHEAD].ratio
         assert low < ratio < high, (weights, ratio)

@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from support.cli import on_terminal, run_tfbuild
+from support.cli import debug_said, on_terminal, run_tfbuild
 from support.env import FIXTURES, REPO
 
 from tfbuild import __version__
@@ -134,12 +134,7 @@ def test_debug_says_each_setting_and_where_it_came_from(tmp_path: Path) -> None:
             "--store", str(store)]  # fmt: skip
     proc = run_tfbuild("--debug", *args, env=env)
     assert proc.returncode == 0, proc.stderr
-    said = {}
-    for line in proc.stderr.splitlines():
-        if line.startswith("tfbuild: debug: "):
-            name, _, rest = line.removeprefix("tfbuild: debug: ").partition(" = ")
-            value, _, source = rest.rpartition("  [")
-            said[name] = (value, source.removesuffix("]"))
+    said = debug_said(proc.stderr)
     python_line = next(
         n for n, line in enumerate(matrix.read_text().splitlines(), 1) if "python:" in line
     )
