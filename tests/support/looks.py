@@ -79,10 +79,10 @@ def outcome(study: Study, seed: int, runs: Sequence[Run]) -> Any:
         chosen = fixed(FIXED_ROUNDS) if study.design == "fixed" else SEQUENTIAL
         doc = replay_session(study.configs, chosen, seed, runs=runs)
         r = report(doc)
-        assert not r.replay, r.replay
+        assert not r.course.replay, r.course.replay
         return {
             "claims": len(false_claims(r)),
-            "out": len({c.config for c in r.out}),
+            "out": len({c.config for c in r.figures.out}),
             "rounds": len(doc.order or ()),
         }
     if study.kind == "eta":
@@ -95,14 +95,14 @@ def outcome(study: Study, seed: int, runs: Sequence[Run]) -> Any:
         }
     done = replay_session(study.configs, SEQUENTIAL, seed, runs=runs)
     sequential = analyse_host([Session(Path(f"{done.id}.json"), done)], power=True)
-    if sequential.fixed_equivalent is None:
+    if sequential.course.fixed_equivalent is None:
         return {"rounds": None, "processes": None, "as_well": None}
-    rounds, processes = sequential.fixed_equivalent
+    rounds, processes = sequential.course.fixed_equivalent
     again = report(replay_session(study.configs, fixed(rounds), seed + 10_000, runs=runs))
     return {
         "rounds": rounds,
         "processes": processes,
-        "as_well": again.resolution <= sequential.resolution,
+        "as_well": again.figures.resolution <= sequential.figures.resolution,
     }
 
 

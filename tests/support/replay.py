@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from support.env import FIXTURES
-from tfbuild.analysis.host_report import HostReport, analyse_host
+from tfbuild.analysis.host_report import analyse_host
 from tfbuild.analysis.looks import SequentialLooks
+from tfbuild.analysis.reported import HostReport
 from tfbuild.analysis.sessions import Session
 from tfbuild.bench.schedule import Schedule
 from tfbuild.bench.session import add_aa
@@ -202,10 +203,12 @@ def false_claims(r: HostReport) -> list[str]:
     """Every faster or slower verdict in a report: overall, per benchmark and the A/A check.
     (Putting a config out of the leading tier says only that the tier holds a config at least
     as fast, true whenever all are the same: the selection is checked on its own.)"""
-    out = [f"{e.config} {e.verdict}" for e in r.ranking if e.verdict in ("faster", "slower")]
+    out = [
+        f"{e.config} {e.verdict}" for e in r.figures.ranking if e.verdict in ("faster", "slower")
+    ]
     out += [
         f"{e.config} {e.benchmark} {e.verdict}"
-        for e in [*r.estimates.values(), *r.aa.values()]
+        for e in [*r.figures.estimates.values(), *r.figures.aa.values()]
         if e.verdict in ("faster", "slower")
     ]
     return out

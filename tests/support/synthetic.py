@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from support.env import FIXTURES
-from tfbuild.analysis.host_report import HostReport
+from tfbuild.analysis.reported import HostReport
 from tfbuild.config.model import INHERIT_PIP
 from tfbuild.config.suite import BENCHMARKS as SUITE
 from tfbuild.config.suite import SUITE_VERSION
@@ -208,24 +208,24 @@ def assert_coherent_tiers(report: HostReport) -> None:
     the baseline is out, and so is the baseline when a config is faster than it (under rules
     6 only when it trails by more than the A/A control shows two processes of one build can
     land apart: then not always)."""
-    assert 1 <= len(report.tiers) <= 2
-    tier_of = {c: i for i, tier in enumerate(report.tiers) for c in tier}
-    order = [tier_of[e.config] for e in report.ranking]
+    assert 1 <= len(report.figures.tiers) <= 2
+    tier_of = {c: i for i, tier in enumerate(report.figures.tiers) for c in tier}
+    order = [tier_of[e.config] for e in report.figures.ranking]
     assert order == sorted(order), order
-    assert sorted(tier_of) == sorted(e.config for e in report.ranking)
-    out = {c.config for c in report.out}
-    assert out == set(report.tiers[1] if len(report.tiers) == 2 else ()) or (
-        len(report.tiers) == 1 and not out & set(report.tiers[0])
+    assert sorted(tier_of) == sorted(e.config for e in report.figures.ranking)
+    out = {c.config for c in report.figures.out}
+    assert out == set(report.figures.tiers[1] if len(report.figures.tiers) == 2 else ()) or (
+        len(report.figures.tiers) == 1 and not out & set(report.figures.tiers[0])
     )
-    assert all(c.ratio <= c.upper < 1.0 for c in report.out)
-    verdicts = {e.config: e.verdict for e in report.ranking}
-    if rules(report.rules).standard:
+    assert all(c.ratio <= c.upper < 1.0 for c in report.figures.out)
+    verdicts = {e.config: e.verdict for e in report.figures.ranking}
+    if rules(report.method.rules).standard:
         return
     for config, verdict in verdicts.items():
         if verdict == "slower":
             assert config in out, config
         if verdict == "faster":
-            assert report.baseline in out, config
+            assert report.measured.baseline in out, config
 
 
 RECORDED = FIXTURES / "results" / "aa-run-epyc.json.gz"

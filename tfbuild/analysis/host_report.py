@@ -38,7 +38,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from tfbuild import stats
 from tfbuild.analysis.answer import Answer, Decision, answer, confidence, decide
@@ -59,14 +59,23 @@ from tfbuild.analysis.estimates import (
     widened,
     widening,
 )
-from tfbuild.analysis.forms import FormFigures, form_figures, with_accuracy_cost
-from tfbuild.analysis.gaps import Gaps, Trouble, failures_of, flagged, gaps_of
+from tfbuild.analysis.forms import form_figures, with_accuracy_cost
+from tfbuild.analysis.gaps import failures_of, flagged, gaps_of
 from tfbuild.analysis.looks import decisions, look_decision, rest_estimates, take_look
 from tfbuild.analysis.margins import aa_warnings, margins_of
 from tfbuild.analysis.power import (
     MOST_ROUNDS,
     fixed_decided,
     fixed_equivalent,
+)
+from tfbuild.analysis.reported import (
+    Course,
+    Figures,
+    HostReport,
+    Measured,
+    Method,
+    Problems,
+    ZygoteFigures,
 )
 from tfbuild.analysis.rounds import (
     Rounds,
@@ -77,31 +86,14 @@ from tfbuild.analysis.rounds import (
 )
 from tfbuild.analysis.sessions import Session, Timeline, final_timeline, rested_at
 from tfbuild.analysis.software import software_differences
-from tfbuild.analysis.zygotes import Resemblance, resemblance
+from tfbuild.analysis.zygotes import resemblance
 from tfbuild.config.suite import CONTRASTS
 from tfbuild.errors import ResultsError
-from tfbuild.machine.profile import HostProfile
 from tfbuild.results import model
-from tfbuild.results.model import FIXED, ConfigEntry, Design, Stop, VariantRecord
+from tfbuild.results.model import FIXED, ConfigEntry, Design, VariantRecord
 
 # --------------------------------------------------------------------------------------------
 # What the report holds
-
-
-@dataclass(frozen=True)
-class ZygoteFigures:
-    """What a forked session's own data say of the resemblance of a zygote's children, on the
-    overall level, and what it did to the intervals."""
-
-    resemblance: Resemblance | None
-    """None when no zygote has served two processes yet."""
-    widening: float
-    """The most any config's interval against the baseline was widened by (1: not at all; its
-    half-width's factor)."""
-    most: int
-    """The most processes one zygote served."""
-    zygotes: int
-    """Zygotes that served the session's processes."""
 
 
 def _zygotes(setup: Setup, logs: Rounds, estimates: Mapping[str, Estimate]) -> ZygoteFigures | None:
@@ -115,85 +107,6 @@ def _zygotes(setup: Setup, logs: Rounds, estimates: Mapping[str, Estimate]) -> Z
     found = resemblance(logs, setup.everyone, setup.benchmarks, setup.timeline.last)
     most = max((widening(setup, logs, c, setup.look_of(c)) for c in estimates), default=1.0)
     return ZygoteFigures(found, math.sqrt(most), max(served.values()), len(served))
-
-
-@dataclass(frozen=True, kw_only=True)
-class HostReport:
-    """What the analysis of one machine's sessions found, every figure computed: the report's
-    formats only read it."""
-
-    host: HostProfile
-    host_key: str
-    sessions: list[str]
-    design: Design
-    rules: int
-    """The version of the decision rules the session was judged by (results.rules.DECISIONS)."""
-    split: dict[str, float]
-    """How the report's error is split between its families, by those rules."""
-    weights: dict[str, float]
-    """benchmark -> its weight in the overall level, where it is not 1 (`compare --weight`)."""
-    baseline: str
-    benchmarks: list[str]
-    units: dict[str, str]
-    rounds: int
-    margins: dict[str, float]
-    """benchmark (and 'overall') -> the indifference margin as a fraction (0.05 = 5 %): the
-    verdicts' and the answer's."""
-    spreads: dict[str, float]
-    """benchmark (and 'overall') -> the spread of one process of the same build this machine
-    surely has (the A/A control's, at its 90 % lower bound; 2 % at least): the margin's floor."""
-    margin_source: str
-    aa: dict[str, Estimate]
-    warnings: list[str]
-    decision: Decision
-    """What the last look decides (the answer, before its words)."""
-    answer: Answer
-    """What the report leads with: what to use and what that guarantees, or why it is
-    inconclusive and, when analyse_host's `power` asked for it, what budget would settle it
-    (Answer.settle: simulated, tfbuild.analysis.power)."""
-    estimates: dict[tuple[str, str], Estimate]
-    ranking: list[Estimate]
-    """Overall estimates in tier order, best first (the baseline included with ratio 1)."""
-    tiers: list[list[str]]
-    out: list[Out]
-    """Every config put out of the leading tier, at the look it was put out (eliminations
-    included)."""
-    resolution: float
-    fixed_equivalent: tuple[int, int] | None
-    """Rounds and processes a fixed design (every config every round, one look) would need for
-    the same leading tier to be resolved as well as this session did it, in half of the
-    sessions like this one (simulated, tfbuild.analysis.power). None when not asked for
-    (analyse_host's `power`), for fixed designs, and beyond the longest design the planner
-    looks at: the report then says nothing of it."""
-    processes: int
-    benchmark_s: float | None
-    """Seconds the sessions spent benchmarking (installs not counted), when all recorded it."""
-    looks: list[model.Look]
-    """The looks recorded by the session (sequential designs)."""
-    stop: Stop | None
-    replay: list[str]
-    """Differences between the recorded looks and a replay of them from the data."""
-    flags: dict[str, Gaps]
-    failures: list[Trouble]
-    choice: Choice | None
-    """The answer's config (the baseline while nothing is decided) and how to get it."""
-    contrasts: list[Estimate]
-    """The seed experiments inside the recommended config: one benchmark of the suite against
-    its counterpart (Estimate.benchmark names the contrast)."""
-    medians: dict[tuple[str, str], float]
-    round_values: dict[tuple[str, str], list[float]] = field(repr=False)
-    samples: dict[tuple[str, str], list[float]] = field(repr=False)
-    """(config, benchmark) -> every raw sample throughput, for distribution plots."""
-    configs: dict[str, ConfigEntry] = field(repr=False)
-    variants: dict[str, VariantRecord] = field(repr=False)
-    workload: str | None = None
-    """What the user's own model was (`--workload`), when the sessions measured one."""
-    forms: tuple[FormFigures, ...] = ()
-    """Each build's model forms as their processes checked them against the as-given form."""
-    forked: bool = False
-    """The sessions forked each process from a zygote of its config (`--processes forked`)."""
-    zygotes: ZygoteFigures | None = None
-    """What a forked session's own data say of its zygotes (None for fresh processes)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -335,6 +248,53 @@ def _running_at_end(first: model.Results, setup: Setup, design: Design) -> list[
     return [*setup.compared, setup.baseline]
 
 
+@dataclass(frozen=True)
+class _Basis:
+    """What every step of a report starts from: the sessions, their per-round values (on the
+    weights asked, and on those the sessions were decided on), the design and the setup."""
+
+    sessions: Sequence[Session]
+    design: Design
+    table: dict[tuple[str, str], dict[tuple[str, int], float]]
+    logs: Rounds
+    recorded_logs: Rounds
+    """The per-round values on the level the session was decided on (its own weights): what
+    its looks are replayed on."""
+    weights: Mapping[str, float]
+    rounds: int
+    setup: Setup
+
+    @property
+    def first(self) -> model.Results:
+        return self.sessions[0].results
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """Each config against the baseline, overall and per benchmark, at the margins."""
+
+    method: Method
+    overall: dict[str, Estimate]
+    per_benchmark: dict[tuple[str, str], Estimate]
+    aa: dict[str, Estimate]
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """The tiers and the ranking, from the claims of the looks and of a last selection."""
+
+    claims: list[Out]
+    tiers: list[list[str]]
+    ranking: list[Estimate]
+    by_config: dict[str, Estimate]
+    resolution: float
+    has_baseline: bool
+    looks: list[model.Look]
+    replay: list[str]
+    warnings: list[str]
+
+
 def analyse_host(
     sessions: Sequence[Session],
     margin: float | None = None,
@@ -347,19 +307,75 @@ def analyse_host(
     overall level (benchmark -> weight, 1 for those not named; None: as the session recorded
     them, --weight of bench and run). `power` runs the planners
     (tfbuild.analysis.power, hundreds of simulated sessions each): the fixed design a
-    sequential session is worth (HostReport.fixed_equivalent) and the budget that would settle
+    sequential session is worth (Course.fixed_equivalent) and the budget that would settle
     an inconclusive answer (Answer.settle). A report to be read asks for them; without them
     nothing is simulated, and the report says nothing of either."""
+    basis = _basis(sessions, weights)
+    measured = _measured(basis)
+    judged = _judged(basis, margin)
+    ranked = _ranked(basis, judged)
+    fixed = _fixed(basis, ranked, power)
+    problems = _problems(basis, measured, [*judged.warnings, *ranked.warnings])
+    decision, said, choice, replay = _answered(basis, measured, judged, ranked, problems, power)
+    setup, logs = basis.setup, basis.logs
+    return HostReport(
+        measured=measured,
+        method=judged.method,
+        figures=Figures(
+            estimates={
+                **{(c, OVERALL): e for c, e in judged.overall.items()},
+                **judged.per_benchmark,
+            },
+            ranking=ranked.ranking,
+            tiers=ranked.tiers,
+            out=ranked.claims,
+            resolution=ranked.resolution,
+            aa=judged.aa,
+            contrasts=_contrasts(
+                logs,
+                choice.config if choice else setup.baseline,
+                setup,
+                judged.method.margins[OVERALL],
+            ),
+            medians={k: statistics.median(list(v.values())) for k, v in basis.table.items() if v},
+            round_values={key: list(v.values()) for key, v in basis.table.items()},
+            samples=raw_samples(sessions),
+        ),
+        course=Course(
+            looks=ranked.looks,
+            stop=basis.first.session.stop if len(sessions) == 1 else None,
+            replay=replay,
+            fixed_equivalent=fixed,
+        ),
+        problems=problems,
+        decision=decision,
+        answer=said,
+        choice=choice,
+        forms=form_figures(sessions),
+        zygotes=_zygotes(setup, logs, judged.overall),
+    )
+
+
+def _basis(sessions: Sequence[Session], weights: Mapping[str, float] | None) -> _Basis:
     first = sessions[0].results
     design = sessions[0].design if len(sessions) == 1 else FIXED
     table = round_table(sessions)
     weighed = first.suite.weights
-    weights = weighed if weights is None else weights
-    logs = Rounds(table, zygote_table(sessions), weights)
+    chosen = weighed if weights is None else weights
+    logs = Rounds(table, zygote_table(sessions), chosen)
     rounds = max((len(v) for v in table.values()), default=0)
     if design.sequential:
         rounds = len(first.order or ())
+    same = dict(chosen) == dict(weighed)
+    recorded = logs if same else Rounds(table, zygote_table(sessions), weighed)
     setup = _setup(sessions, logs, design, rounds)
+    return _Basis(sessions, design, table, logs, recorded, chosen, rounds, setup)
+
+
+def _measured(basis: _Basis) -> Measured:
+    """What the sessions measured, each config and variant as its sessions recorded it (a
+    variant ready in one of them as it was there)."""
+    sessions, first, setup = basis.sessions, basis.first, basis.setup
     configs: dict[str, ConfigEntry] = {}
     variants: dict[str, VariantRecord] = {}
     for s in sessions:
@@ -368,81 +384,152 @@ def analyse_host(
         for name, v in (s.results.variants or {}).items():
             if v.status == "ready" or name not in variants:
                 variants[name] = v
+    return Measured(
+        host=first.host,
+        host_key=sessions[0].host_key,
+        sessions=[str(s.path) for s in sessions],
+        baseline=setup.baseline,
+        benchmarks=list(setup.benchmarks),
+        units=dict(first.suite.units),
+        rounds=basis.rounds,
+        processes=sum(len(s.results.runs) for s in sessions),
+        benchmark_s=_benchmark_seconds(sessions),
+        workload=first.suite.workload.describe() if first.suite.workload else None,
+        forked=first.suite.processes == "forked",
+        configs=configs,
+        variants=variants,
+    )
+
+
+def _judged(basis: _Basis, margin: float | None) -> _Judged:
+    """The margins, and each config against the baseline at them: overall (a config rested
+    under rules 4 as the look it rested at judged it), per benchmark, and the A/A control."""
+    setup, logs = basis.setup, basis.logs
     spreads, margins, margin_source, warnings = margins_of(setup, logs, margin)
-    estimates, control = ranking_estimates(setup, logs, margins[OVERALL])
+    overall, control = ranking_estimates(setup, logs, margins[OVERALL])
     per_benchmark, aa = _per_benchmark(setup, logs, margins)
     if control is not None:
         aa = {OVERALL: control, **aa}
     warnings += aa_warnings(aa)
-    if design.sequential:  # a rested config (rules 4) is judged as the look it rested at did
-        for config, rested in rest_estimates(first.looks).items():
-            if config in estimates:
+    if basis.design.sequential:  # a rested config (rules 4) is judged as the look it rested at
+        for config, rested in rest_estimates(basis.first.looks).items():
+            if config in overall:
                 low, high = math.log(rested.low), math.log(rested.high)
-                estimates[config] = replace(
-                    estimates[config],
+                overall[config] = replace(
+                    overall[config],
                     ratio=rested.ratio,
                     low=rested.low,
                     high=rested.high,
                     verdict=verdict(low, high, margins[OVERALL]),
                 )
-    # the looks replay on the level the session was decided on (its own weights)
-    same = dict(weights) == dict(weighed)
-    recorded_logs = logs if same else Rounds(table, zygote_table(sessions), weighed)
-    looks, claims, replay = _replay(sessions, setup, recorded_logs)
-    warnings += final_timeline(first, design, rounds)[2]
-    # The outs at the recorded looks, and among the configs that ran to the end a last
-    # selection after the final round (a pair is judged where the earlier of the two stopped).
-    # Under rules 6 nothing is put out while the A/A control cannot tell the baseline from itself.
+    rulebook = setup.rulebook
+    method = Method(
+        design=basis.design,
+        rules=setup.rules,
+        maxt=rulebook.maxt,
+        zygotes_widen=rulebook.zygotes,
+        stops_on_answer=rulebook.answer_decides,
+        split=dict(setup.split),
+        weights={b: w for b, w in basis.weights.items() if b in setup.benchmarks},
+        margins=margins,
+        spreads=spreads,
+        margin_source=margin_source,
+    )
+    return _Judged(method, overall, per_benchmark, aa, warnings)
+
+
+def _ranked(basis: _Basis, judged: _Judged) -> _Ranked:
+    """The tiers: the outs at the recorded looks (replayed on the level the session was
+    decided on) and, among the configs that ran to the end, a last selection after the final
+    round (a pair is judged where the earlier of the two stopped; under rules 6 nothing is put
+    out while the A/A control cannot tell the baseline from itself). A config measured too
+    little for an interval stays, unknown: it may be the fastest."""
+    setup, logs, estimates = basis.setup, basis.logs, judged.overall
+    margin = judged.method.margins[OVERALL]
+    looks, claims, replay = _replay(basis.sessions, setup, basis.recorded_logs)
+    warnings = list(final_timeline(basis.first, basis.design, basis.rounds)[2])
     claims += selection(setup, logs, [*estimates, setup.baseline], setup.timeline.last).claims
-    has_baseline = any((setup.baseline, b) in table for b in setup.benchmarks)
+    has_baseline = any((setup.baseline, b) in basis.table for b in setup.benchmarks)
     if not has_baseline:
         warnings.append(
             f"the baseline {setup.baseline} has no results: nothing can be ranked against it"
         )
-    # A config measured too little for an interval stays, unknown: it may be the fastest.
-    unknown = {
-        c: _unknown(c, setup, logs, margins[OVERALL]) for c in setup.compared if c not in estimates
-    }
+    unknown = {c: _unknown(c, setup, logs, margin) for c in setup.compared if c not in estimates}
     order = [*estimates, *unknown, *([setup.baseline] if has_baseline else [])]
     tier_list = tiers(order, claims)
     base_estimate = Estimate(
-        setup.baseline, OVERALL, 1.0, 1.0, 1.0, 0.0, 1.0, rounds, 0.0, margins[OVERALL], "baseline"
+        setup.baseline, OVERALL, 1.0, 1.0, 1.0, 0.0, 1.0, basis.rounds, 0.0, margin, "baseline"
     )
     by_config = {**estimates, **unknown, setup.baseline: base_estimate}
     ranking = [
         by_config[c] for tier in tier_list for c in sorted(tier, key=lambda c: -by_config[c].ratio)
     ]
     lead = tier_list[0] if tier_list else []
-    leading_others = [c for c in lead if c != setup.baseline]
-    achieved = resolution(leading_others, estimates)
-    per_round = len(setup.compared) + 1 + (1 if setup.aa else 0)
+    achieved = resolution([c for c in lead if c != setup.baseline], estimates)
+    return _Ranked(claims, tier_list, ranking, by_config, achieved, has_baseline, looks, replay,
+                   warnings)  # fmt: skip
 
-    fixed = None
-    if power and design.sequential and leading_others and math.isfinite(achieved):
-        n = fixed_equivalent(setup, logs, leading_others, achieved)
-        fixed = None if n is None else (n, n * per_round)
-    warnings += software_differences(variants)
-    flags = gaps_of(sessions, setup)
-    for config, f in flags.items():
-        if not f.clean:
-            warnings.append(f"{config}: {f.text()}; it is ranked on what it measured")
-    # The answer is the last look's, as the session would take it there (a sequential one
-    # that stopped on its answer: the very look it stopped at); a config that did not measure
-    # everything in every round is never the one to use.
-    final = take_look(setup, logs, _running_at_end(first, setup, design), setup.timeline.last)
+
+def _problems(basis: _Basis, measured: Measured, warnings: list[str]) -> Problems:
+    """The warnings so far, then the software the variants differ in and each config that
+    missed measurements; what failed."""
+    flags = gaps_of(basis.sessions, basis.setup)
+    warnings = [*warnings, *software_differences(measured.variants)]
+    warnings += [
+        f"{config}: {f.text()}; it is ranked on what it measured"
+        for config, f in flags.items()
+        if not f.clean
+    ]
+    return Problems(warnings=warnings, flags=flags, failures=failures_of(basis.sessions))
+
+
+def _per_round(setup: Setup) -> int:
+    """Processes a round of every config runs (the baseline and its A/A copy included)."""
+    return len(setup.compared) + 1 + (1 if setup.aa else 0)
+
+
+def _fixed(basis: _Basis, ranked: _Ranked, power: bool) -> tuple[int, int] | None:
+    """The fixed design a sequential session was worth (rounds, processes), when asked."""
+    setup = basis.setup
+    lead = ranked.tiers[0] if ranked.tiers else []
+    others = [c for c in lead if c != setup.baseline]
+    if not (power and basis.design.sequential and others and math.isfinite(ranked.resolution)):
+        return None
+    n = fixed_equivalent(setup, basis.logs, others, ranked.resolution)
+    return None if n is None else (n, n * _per_round(setup))
+
+
+def _answered(
+    basis: _Basis,
+    measured: Measured,
+    judged: _Judged,
+    ranked: _Ranked,
+    problems: Problems,
+    power: bool,
+) -> tuple[Decision, Answer, Choice | None, list[str]]:
+    """The answer: the last look's, as the session would take it there (a sequential one that
+    stopped on its answer: the very look it stopped at); a config that did not measure
+    everything in every round is never the one to use. Its words (with what it costs in
+    accuracy, for a quantized model form), the config to use and how, and the replay's
+    differences with where the session stopped."""
+    setup, logs, first = basis.setup, basis.logs, basis.first
+    flags = problems.flags
+    final = take_look(setup, logs, _running_at_end(first, setup, basis.design), setup.timeline.last)
     missed = {c: f.text() for c, f in flags.items() if not f.clean}
     decision = decide(
-        final.floors if has_baseline else {},
-        margins[OVERALL],
+        final.floors if ranked.has_baseline else {},
+        judged.method.margins[OVERALL],
         setup.baseline,
         final.estimates,
         [c for c in final.leading if c != setup.baseline],
         final.aa,
-        rounds,
+        basis.rounds,
         missed,
         held=final.gated,
     )
+    replay = list(ranked.replay)
     stopped = first.session.stop
+    looks = ranked.looks
     recorded = looks[-1].answer if looks and stopped and stopped.reason == "resolved" else None
     if recorded is not None and recorded != decision.config:
         replay.append(
@@ -453,79 +540,33 @@ def analyse_host(
 
     def settle_plan(margin: float) -> tuple[int, int] | None:
         n = fixed_decided(setup, logs, candidates, margin)
-        return None if n is None else (n, n * per_round)
+        return None if n is None else (n, n * _per_round(setup))
 
-    processes = sum(len(s.results.runs) for s in sessions)
-    benchmark_s = _benchmark_seconds(sessions)
+    processes, benchmark_s = measured.processes, measured.benchmark_s
     seconds = benchmark_s / processes if benchmark_s and processes else None
-    plan = settle_plan if power else None
-    chosen = {b: e for (c, b), e in per_benchmark.items() if c == decision.config}
+    chosen = {b: e for (c, b), e in judged.per_benchmark.items() if c == decision.config}
     said = answer(
         decision,
-        ranking,
+        ranked.ranking,
         setup.baseline,
-        plan,
+        settle_plan if power else None,
         seconds,
         MOST_ROUNDS,
         confidence(setup.split),
         chosen,
     )
-    forms = form_figures(sessions)
-    said = with_accuracy_cost(said, decision.config, configs, forms)
+    said = with_accuracy_cost(said, decision.config, measured.configs, form_figures(basis.sessions))
     choice = None
-    if has_baseline:
+    if ranked.has_baseline:
+        lead = ranked.tiers[0] if ranked.tiers else []
         left_out = {  # leading, but it did not measure everything
             c: flags[c].text()
             for c in lead
             if c in flags and not flags[c].clean and c != decision.config
         }
-        choice = choice_for(decision, by_config, setup.baseline, configs, variants, left_out)
-    return HostReport(
-        host=first.host,
-        host_key=sessions[0].host_key,
-        sessions=[str(s.path) for s in sessions],
-        design=design,
-        rules=setup.rules,
-        split=dict(setup.split),
-        weights={b: w for b, w in (weights or {}).items() if b in setup.benchmarks},
-        baseline=setup.baseline,
-        benchmarks=list(setup.benchmarks),
-        units=dict(first.suite.units),
-        workload=first.suite.workload.describe() if first.suite.workload else None,
-        forms=forms,
-        forked=first.suite.processes == "forked",
-        zygotes=_zygotes(setup, logs, estimates),
-        rounds=rounds,
-        margins=margins,
-        spreads=spreads,
-        margin_source=margin_source,
-        aa=aa,
-        warnings=warnings,
-        decision=decision,
-        answer=said,
-        estimates={**{(c, OVERALL): e for c, e in estimates.items()}, **per_benchmark},
-        ranking=ranking,
-        tiers=tier_list,
-        out=claims,
-        resolution=achieved,
-        fixed_equivalent=fixed,
-        processes=processes,
-        benchmark_s=benchmark_s,
-        looks=looks,
-        stop=first.session.stop if len(sessions) == 1 else None,
-        replay=replay,
-        flags=flags,
-        failures=failures_of(sessions),
-        choice=choice,
-        contrasts=_contrasts(
-            logs, choice.config if choice else setup.baseline, setup, margins[OVERALL]
-        ),
-        medians={key: statistics.median(list(v.values())) for key, v in table.items() if v},
-        round_values={key: list(v.values()) for key, v in table.items()},
-        samples=raw_samples(sessions),
-        configs=configs,
-        variants=variants,
-    )
+        choice = choice_for(decision, ranked.by_config, setup.baseline, measured.configs,
+                            measured.variants, left_out)  # fmt: skip
+    return decision, said, choice, replay
 
 
 def analyse(

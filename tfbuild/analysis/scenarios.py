@@ -29,7 +29,8 @@ from pathlib import Path
 from tfbuild import stats
 from tfbuild.analysis.answer import confidence
 from tfbuild.analysis.estimates import OVERALL, Estimate
-from tfbuild.analysis.host_report import HostReport, analyse_host
+from tfbuild.analysis.host_report import analyse_host
+from tfbuild.analysis.reported import HostReport
 from tfbuild.analysis.sessions import Session
 from tfbuild.analysis.simulated import GAUSSIAN, PROCESS_S, Drawn, Truth, empty_session
 from tfbuild.config.model import DEFAULT_BUDGET
@@ -266,7 +267,7 @@ def outcome(scenario: Scenario, seed: int) -> SimulatedAnswer:
         margin=said.margin,
         right=score(scenario.truth, said.kind, config, said.margin),
         processes=len(results.runs),
-        benchmark_wrong=benchmark_wrong(scenario.truth, report.estimates),
+        benchmark_wrong=benchmark_wrong(scenario.truth, report.figures.estimates),
     )
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tfbuild import pip
+from tfbuild.audit.model import CudaListing, CudaTool
 from tfbuild.config.model import PipSettings
 from tfbuild.errors import InstallError
 from tfbuild.files import atomic_write_text, locked
@@ -184,16 +185,18 @@ class DeviceCode:
                 atomic_write_text(failed, why)
             return why
 
-    def describe(self) -> dict[str, Any] | None:
+    def describe(self) -> CudaTool | None:
         """The tool used, for the report; None when none was needed or none could be had."""
         tool = self.__dict__.get("tool")
-        return tool.to_json() if isinstance(tool, Cuobjdump) else None
+        if not isinstance(tool, Cuobjdump):
+            return None
+        return CudaTool(str(tool.path), tool.version, tool.source)
 
-    def __call__(self, path: Path) -> dict[str, Any]:
+    def __call__(self, path: Path) -> CudaListing:
         """SASS and PTX architectures of one object with device code."""
         tool = self.tool
         if isinstance(tool, str):
-            return {"checked": False, "sass": [], "ptx": [], "note": f"not checked: {tool}"}
+            return unlisted(f"not checked: {tool}")
         try:
             proc = subprocess.run(
                 [str(tool.path), "--list-elf", "--list-ptx", str(path)],
@@ -203,12 +206,17 @@ class DeviceCode:
                 check=False,
             )
         except (OSError, subprocess.SubprocessError) as exc:
-            return {"checked": False, "sass": [], "ptx": [], "note": f"cuobjdump failed: {exc}"}
+            return unlisted(f"cuobjdump failed: {exc}")
         if proc.returncode != 0:
             tail = pip.tail(proc.stderr or proc.stdout, 3).replace("\n", " ")
-            note = f"cuobjdump failed (exit {proc.returncode}): {tail}"
-            return {"checked": False, "sass": [], "ptx": [], "note": note}
-        return {"checked": True, **architectures(proc.stdout), "note": None}
+            return unlisted(f"cuobjdump failed (exit {proc.returncode}): {tail}")
+        found = architectures(proc.stdout)
+        return CudaListing(True, tuple(found["sass"]), tuple(found["ptx"]), None)
+
+
+def unlisted(note: str) -> CudaListing:
+    """Device code whose architectures could not be listed, and why."""
+    return CudaListing(False, (), (), note)
 
 
 def architectures(listing: str) -> dict[str, list[str]]:

@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from packaging.utils import parse_wheel_filename
 
@@ -24,6 +23,7 @@ from tfbuild.audit.model import (
     AuditReport,
     CudaListing,
     CudaSummary,
+    CudaTool,
     ExtensionUse,
     Needs,
     ObjectFindings,
@@ -128,7 +128,7 @@ def _relist_device_code(
             if o.cuda and not o.cuda.checked:
                 with archive.open(o.path) as source, target.open("wb") as out:
                     shutil.copyfileobj(source, out, 1 << 20)
-                objects.append(replace(o, cuda=CudaListing.from_json(device_code(target))))
+                objects.append(replace(o, cuda=device_code(target)))
             else:
                 objects.append(o)
     listed = [o.cuda for o in objects if o.cuda]
@@ -183,7 +183,7 @@ def build_report(
     manifest: Manifest | None,
     objects: Iterable[isa.ObjectAudit],
     seconds: float,
-    cuda_tool: dict[str, Any] | None = None,
+    cuda_tool: CudaTool | None = None,
 ) -> AuditReport:
     objects = list(objects)
     name, version, _, tags = parse_wheel_filename(wheel.name)
@@ -251,11 +251,11 @@ def _findings(o: isa.ObjectAudit) -> ObjectFindings:
         unchecked={flag: tuple(why) for flag, why in o.unchecked.items()},
         glibc=o.glibc,
         glibcxx=o.glibcxx,
-        cuda=CudaListing.from_json(o.cuda) if o.cuda else None,
+        cuda=o.cuda,
     )
 
 
-def cuda_summary(listed: list[CudaListing], tool: dict[str, Any] | None) -> CudaSummary | None:
+def cuda_summary(listed: list[CudaListing], tool: CudaTool | None) -> CudaSummary | None:
     """Every object's device code together: the union of its architectures, the cuobjdump that
     listed them and, when some object could not be listed, why."""
     if not listed:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from tfbuild.audit.elf import ELF_MAGIC, FATBIN_SECTIONS, Elf, Functions, OtherMachine
+from tfbuild.audit.model import CudaListing
 from tfbuild.config.tensorflow import floor_flags
 from tfbuild.machine import cpu
 from tfbuild.store import SourceBuild
@@ -44,7 +45,7 @@ ANALYSIS_VERSION = 4
 PERVASIVE_SHARE = 0.05
 PERVASIVE_MIN_FUNCTIONS = 20
 
-DeviceCodeLister = Callable[[Path], dict[str, Any]]
+DeviceCodeLister = Callable[[Path], CudaListing]
 Progress = Callable[[int, int, str], None]
 """Told before the first object and after each: bytes of objects audited, of how many, the
 object just done."""
@@ -115,7 +116,7 @@ class ObjectAudit:
     """extension -> why it is baseline (entry-point reachable, pervasive...)."""
     glibc: str | None
     glibcxx: str | None
-    cuda: dict[str, Any] | None
+    cuda: CudaListing | None
     entry_points: int
     reachable: int
     error: str | None = None
@@ -162,17 +163,28 @@ def _actions() -> tuple[dict[int, tuple[str, ...]], Any]:
 Counted = tuple[list[tuple[int, dict[str, int]]], bool]
 
 
-_JOB: dict[str, Any] = {}
-"""The object being counted: its path, where .text is, its functions. Set before the worker
-processes fork, so a job is only a slice of the function table."""
+@dataclass(frozen=True)
+class _Job:
+    """The object being counted: its path, where .text is, its functions."""
+
+    path: str
+    text_addr: int
+    text_offset: int
+    functions: Functions
+
+
+_JOB: list[_Job] = []
+"""The object being counted, set before the worker processes fork (so a job is only a slice of
+the function table), and cleared after."""
 
 
 def _count(job: tuple[int, int]) -> Counted:
     """The extensions each function of a slice of the object uses (functions that use none
     are left out), and whether any of them executes CPUID. Each function is read on its own
     (pread), so a process holds one function's bytes, never the object."""
-    path, text_addr, text_offset = _JOB["path"], _JOB["text_addr"], _JOB["text_offset"]
-    functions: Functions = _JOB["functions"]
+    (job_of,) = _JOB
+    path, text_addr, text_offset = job_of.path, job_of.text_addr, job_of.text_offset
+    functions = job_of.functions
     lo, hi = job
     ranges = zip(functions.starts[lo:hi].tolist(), functions.ends[lo:hi].tolist(), strict=True)
     actions, iced_x86 = _actions()
@@ -304,7 +316,7 @@ def _audit_elf(
         roots |= {v for k, v in elf.dynamic_symbols().items() if k.startswith("PyInit_")}
         return roots, elf.plt_targets(), _versions(elf), _cuda(elf, path, device_code)
 
-    _JOB.update(path=str(path), text_addr=text.addr, text_offset=text.offset, functions=in_text)
+    _JOB[:] = [_Job(str(path), text.addr, text.offset, in_text)]
     try:
         if workers > 1 and len(jobs) > 1:
             with multiprocessing.get_context("fork").Pool(workers) as pool:
@@ -425,12 +437,12 @@ def _versions(elf: Elf) -> tuple[str | None, str | None]:
     return highest("GLIBC_"), highest("GLIBCXX_")
 
 
-def _cuda(elf: Elf, path: Path, device_code: DeviceCodeLister | None) -> dict[str, Any] | None:
+def _cuda(elf: Elf, path: Path, device_code: DeviceCodeLister | None) -> CudaListing | None:
     """CUDA device code in the object (a fat binary section) and its architectures."""
     if not any(name in elf.sections for name in FATBIN_SECTIONS):
         return None
     if device_code is None:
-        return {"checked": False, "sass": [], "ptx": [], "note": "not checked: not listed"}
+        return CudaListing(False, (), (), "not checked: not listed")
     return device_code(path)
 
 

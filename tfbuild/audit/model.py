@@ -44,6 +44,24 @@ class CudaListing:
 
 
 @dataclass(frozen=True)
+class CudaTool:
+    """The cuobjdump that listed the device code: its path, the release it reports (None when
+    it would not say) and where it came from (``PATH``, or the distribution and version from
+    the package index)."""
+
+    path: str
+    version: str | None
+    source: str
+
+    @classmethod
+    def from_json(cls, data: Json) -> CudaTool:
+        return cls(str(data["path"]), data.get("version"), str(data["source"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "version": self.version, "source": self.source}
+
+
+@dataclass(frozen=True)
 class CudaSummary:
     """Every object's device code together: the union of their architectures, how many
     objects have device code, the cuobjdump that listed them and, when some object could not be
@@ -53,18 +71,20 @@ class CudaSummary:
     checked: bool
     sass: tuple[str, ...]
     ptx: tuple[str, ...]
-    tool: Json | None
-    """The cuobjdump used: its path, version and where it came from."""
+    tool: CudaTool | None
+    """The cuobjdump used."""
     note: str | None
 
     @classmethod
     def from_json(cls, data: Json) -> CudaSummary:
+        tool = CudaTool.from_json(data["tool"]) if data.get("tool") else None
         return cls(data["objects"], data["checked"], tuple(data["sass"]), tuple(data["ptx"]),
-                   data.get("tool"), data.get("note"))  # fmt: skip
+                   tool, data.get("note"))  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
+        tool = self.tool.to_json() if self.tool else None
         return {"objects": self.objects, "checked": self.checked, "sass": list(self.sass),
-                "ptx": list(self.ptx), "tool": self.tool, "note": self.note}  # fmt: skip
+                "ptx": list(self.ptx), "tool": tool, "note": self.note}  # fmt: skip
 
 
 @dataclass(frozen=True)

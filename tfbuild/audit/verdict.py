@@ -114,6 +114,10 @@ class WheelVerdict:
     def lines(self) -> list[str]:
         return [self.cpu, f"glibc: {self.glibc}", f"CUDA: {self.cuda}"]
 
+    def to_json(self, target: str) -> dict[str, Any]:
+        """The verdict as `inspect --format json` writes it, naming its target."""
+        return {"target": target, **asdict(self)}
+
 
 def required_flags(report: AuditReport) -> set[str]:
     """Every extension a CPU must have for the wheel: its baseline and what each baseline
@@ -247,10 +251,6 @@ def refuse_if_incompatible(report: AuditReport, target: Target, what: str) -> No
             f"{what}: {'; '.join(result.blockers)} (`tfbuild inspect` for details; --force "
             "installs it anyway)"
         )
-
-
-def verdict_json(result: WheelVerdict, target: Target) -> dict[str, Any]:
-    return {"target": target.label, **asdict(result)}
 
 
 def version_key(version: str | None) -> tuple[int, ...]:

@@ -19,7 +19,9 @@ from tfbuild.cli.values import console, parse_fraction, parse_weights, results_p
 from tfbuild.errors import RegressionFound, UsageError
 
 if TYPE_CHECKING:
-    from tfbuild.analysis.host_report import HostReport
+    from tfbuild.analysis.gate import Gate
+    from tfbuild.analysis.reported import HostReport
+    from tfbuild.analysis.sessions import Session
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,12 +214,8 @@ def compare(
     it compared.
     """
     from tfbuild.analysis.choice import published
-    from tfbuild.analysis.gate import gate
     from tfbuild.analysis.host_report import analyse
     from tfbuild.analysis.sessions import load_sessions
-    from tfbuild.report import comparison as views
-    from tfbuild.report import ranking as tables
-    from tfbuild.report.document import compare_json
 
     if history:
         if against or requirements:
@@ -256,16 +254,41 @@ def compare(
     if requirements is not None:
         chosen = _requirements_of(reports, requirements)
         reports = [with_requirements(chosen, requirements, " ".join(results_files))]
-    verdict = None
+    verdict = _gated(settings, sessions)
+    text = _rendered(reports, verdict, settings)
+    if text is not None:
+        _write(text, settings.output)
+    if verdict is not None:
+        _say_gate(verdict, settings)
+
+
+def _gated(settings: CompareSettings, sessions: Sequence[Session]) -> Gate | None:
+    """The regression gate of the new sessions against --against (None without it)."""
+    from tfbuild.analysis.gate import gate
+    from tfbuild.analysis.sessions import load_sessions
+
+    if not settings.against:
+        return None
+    old = load_sessions(settings.against, same_work=False)  # the gate sorts them out
+    verdict = gate(sessions, old, settings.fail_above, settings.allow_different_hosts)
+    if settings.new_class_passes and verdict.strangers is not None:
+        verdict = dataclasses.replace(verdict, strangers=None)
+    if settings.new_suite_passes and verdict.suite_change:
+        verdict = dataclasses.replace(verdict, suite_change_passes=True)
+    return verdict
+
+
+def _rendered(
+    reports: Sequence[HostReport], verdict: Gate | None, settings: CompareSettings
+) -> str | None:
+    """The report (and the gate's verdict) in the format asked; None when it was printed on
+    the terminal."""
+    from tfbuild.report import comparison as views
+    from tfbuild.report import ranking as tables
+    from tfbuild.report.document import compare_json
+    from tfbuild.report.gating import gate_markdown
+
     threshold = settings.fail_above
-    if settings.against:
-        old = load_sessions(settings.against, same_work=False)  # the gate sorts them out
-        verdict = gate(sessions, old, threshold, settings.allow_different_hosts)
-        if settings.new_class_passes and verdict.strangers is not None:
-            verdict = dataclasses.replace(verdict, strangers=None)
-        if settings.new_suite_passes and verdict.suite_change:
-            verdict = dataclasses.replace(verdict, suite_change_passes=True)
-    text: str | None
     if settings.fmt == "table":
         # To a file: plain text at a fixed width; to the terminal: as wide as it is.
         out = (
@@ -277,28 +300,30 @@ def compare(
         out.print(view, crop=False)
         if verdict is not None:
             out.print(tables.gate_view(verdict, threshold))
-        text = None if settings.output is None else unpadded(out.export_text())
-    elif settings.fmt == "markdown":
+        return None if settings.output is None else unpadded(out.export_text())
+    if settings.fmt == "markdown":
         text = views.compare_markdown(reports, settings.everything)
         if verdict is not None:
-            text += "\n" + views.gate_markdown(verdict, threshold)
-    elif settings.fmt == "json":
-        text = json.dumps(compare_json(reports, verdict), indent=2) + "\n"
-    else:
-        from tfbuild.report.html import compare_html
+            text += "\n" + gate_markdown(verdict, threshold)
+        return text
+    if settings.fmt == "json":
+        return json.dumps(compare_json(reports, verdict), indent=2) + "\n"
+    from tfbuild.report.html import compare_html
 
-        text = compare_html(reports)
-    if text is not None:
-        _write(text, settings.output)
-    if verdict is not None:
-        click.echo(f"gate: {verdict.compared()}", err=True)
-        for note in verdict.notes:
-            click.echo(f"gate: {note}", err=True)
-        if causes := verdict.causes(threshold):
-            raise RegressionFound(
-                f"the regression gate failed against {' '.join(settings.against_given)}, "
-                f"{len(causes)} cause(s):\n" + "\n".join(f"  {c}" for c in causes)
-            )
+    return compare_html(reports)
+
+
+def _say_gate(verdict: Gate, settings: CompareSettings) -> None:
+    """What the gate compared and noticed, on stderr; RegressionFound with every cause when
+    it fails."""
+    click.echo(f"gate: {verdict.compared()}", err=True)
+    for note in verdict.notes:
+        click.echo(f"gate: {note}", err=True)
+    if causes := verdict.causes(settings.fail_above):
+        raise RegressionFound(
+            f"the regression gate failed against {' '.join(settings.against_given)}, "
+            f"{len(causes)} cause(s):\n" + "\n".join(f"  {c}" for c in causes)
+        )
 
 
 def _write(text: str, output: Path | None) -> None:

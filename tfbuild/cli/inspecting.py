@@ -136,7 +136,6 @@ def inspect(
         target_for_host,
         target_for_model,
         verdict,
-        verdict_json,
         with_gpus,
     )
     from tfbuild.progress import make_reporter
@@ -183,7 +182,7 @@ def inspect(
         goal = with_gpus(goal, settings.gpus)
     result = verdict(report, goal)
     if settings.as_json:
-        shown = {**report.to_json(cached=True), "verdict": verdict_json(result, goal)}
+        shown = {**report.to_json(cached=True), "verdict": result.to_json(goal.label)}
         click.echo(json.dumps(shown, indent=2))
     else:
         console().print(inspect_view(report, result, goal))

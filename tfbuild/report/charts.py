@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 from tfbuild.analysis.estimates import OVERALL
-from tfbuild.analysis.host_report import HostReport
+from tfbuild.analysis.reported import HostReport
 from tfbuild.report.svg import (
     Axis,
     Canvas,
@@ -45,12 +45,12 @@ def _grid(count: int) -> tuple[int, int]:
 
 
 def panel_limits(r: HostReport, bench: str, configs: Sequence[str]) -> tuple[float, float]:
-    band = r.margins[bench]
+    band = r.method.margins[bench]
     ratios = [1.0 / (1.0 + band), 1.0 + band]
     ratios += [
-        r.estimates[(c, bench)].ratio
+        r.figures.estimates[(c, bench)].ratio
         for c in configs
-        if (c, bench) in r.estimates and r.estimates[(c, bench)].ratio > 0
+        if (c, bench) in r.figures.estimates and r.figures.estimates[(c, bench)].ratio > 0
     ]
     return min(ratios) / CLIP, max(ratios) * CLIP
 
@@ -77,8 +77,8 @@ def speedup_svg(r: HostReport) -> str:
     """One panel per benchmark (overall first): speed vs baseline with its simultaneous
     interval, on a log axis (a ratio and its inverse equally far from 1); each axis spans the
     estimates and the margin band, and a whisker beyond it is cut at the edge and marked."""
-    panels = [OVERALL, *r.benchmarks]
-    configs = [e.config for e in r.ranking]
+    panels = [OVERALL, *r.measured.benchmarks]
+    configs = [e.config for e in r.figures.ranking]
     rows, columns = _grid(len(panels))
     labels = min(220.0, max(text_width(c, LABEL) for c in configs) + 12)
     plot_h = ROW * len(configs) + 8
@@ -89,7 +89,7 @@ def speedup_svg(r: HostReport) -> str:
         lo, hi = panel_limits(r, bench, configs)
         axis = Axis(lo, hi, left + labels, left + PANEL - 16, log=True)
         y0, y1 = top + 26, top + 26 + plot_h
-        band = r.margins[bench]
+        band = r.method.margins[bench]
         canvas.open("g", class_="panel", data_bench=bench, data_lo=repr(lo), data_hi=repr(hi))
         canvas.add("rect", class_="axis", x=axis.start, y=float(y0), width=axis.end - axis.start,
                    height=float(plot_h), fill="white", stroke="#b0bec5")  # fmt: skip
@@ -104,10 +104,10 @@ def speedup_svg(r: HostReport) -> str:
             canvas.text(
                 axis.start - 6, y, config, LABEL, text_anchor="end", dominant_baseline="central"
             )
-            if config == r.baseline:
+            if config == r.measured.baseline:
                 canvas.marker("D", axis(1.0), y, 8, class_="baseline", fill=COLOURS["baseline"])
                 continue
-            e = r.estimates.get((config, bench))
+            e = r.figures.estimates.get((config, bench))
             if e is None or not e.ratio > 0:
                 continue
             a, b = sorted((axis(1.0), axis(e.ratio)))
@@ -134,14 +134,14 @@ def speedup_svg(r: HostReport) -> str:
 def samples_svg(r: HostReport) -> str:
     """One panel per benchmark: the raw samples of every config, a box (quartiles, median,
     whiskers to the furthest sample within 1.5 IQR) and every sample as a point."""
-    configs = [e.config for e in r.ranking]
-    rows, columns = _grid(len(r.benchmarks))
+    configs = [e.config for e in r.figures.ranking]
+    rows, columns = _grid(len(r.measured.benchmarks))
     below = min(150.0, max(text_width(c, 9) for c in configs) * 0.82 + 14)
     panel_h = 26 + 190 + below
     canvas = Canvas(PANEL * columns, panel_h * rows, "every sample per config and benchmark")
-    for n, bench in enumerate(r.benchmarks):
+    for n, bench in enumerate(r.measured.benchmarks):
         left, top = PANEL * (n % columns), panel_h * (n // columns)
-        data = [r.samples.get((c, bench), []) for c in configs]
+        data = [r.figures.samples.get((c, bench), []) for c in configs]
         present = [v for d in data for v in d]
         log = bool(present) and min(present) > 0
         lo, hi = bounds(present) if present else (1.0, 10.0)
@@ -186,7 +186,7 @@ def samples_svg(r: HostReport) -> str:
                            cy=axis(v), r=1.6, fill="#455a64", fill_opacity=0.6)  # fmt: skip
         scale = "log scale" if log else "linear scale"
         canvas.text(left + PANEL / 2, top + 16,
-                    f"{bench} ({r.units[bench]}, every sample, {scale})", 11,
+                    f"{bench} ({r.measured.units[bench]}, every sample, {scale})", 11,
                     text_anchor="middle", class_="title")  # fmt: skip
         canvas.close("g")
     return canvas.document()

@@ -12,11 +12,9 @@ from collections.abc import Sequence
 
 from tfbuild.analysis.choice import Choice
 from tfbuild.analysis.estimates import ALPHA, OVERALL, Estimate
-from tfbuild.analysis.gate import Gate
-from tfbuild.analysis.host_report import HostReport
+from tfbuild.analysis.reported import HostReport
 from tfbuild.config.suite import CONTRASTS
 from tfbuild.results.model import is_aa
-from tfbuild.results.rules import rules
 from tfbuild.wording import printable
 
 MARK = {"faster": "+", "slower": "-", "equivalent": "=", "undecided": "?", "baseline": ""}
@@ -48,14 +46,14 @@ def answer_lines(reports: Sequence[HostReport]) -> list[str]:
     lines: list[str] = []
     for r in reports:
         first, *rest = r.answer.lines
-        lines.append(f"On {r.host_key}: {first}" if len(reports) > 1 else first)
+        lines.append(f"On {r.measured.host_key}: {first}" if len(reports) > 1 else first)
         lines += rest
     return lines
 
 
 def weighted(r: HostReport) -> str:
     """How the benchmarks weigh in the overall level, when not equally (--weight)."""
-    named = {b: w for b, w in r.weights.items() if w != 1.0}
+    named = {b: w for b, w in r.method.weights.items() if w != 1.0}
     if not named:
         return ""
     said = ", ".join(f"{b} {w:g}" for b, w in named.items())
@@ -77,85 +75,92 @@ def zygote_line(r: HostReport) -> str:
         f"session's data ({found.confidence:.0%} upper bound {found.upper:.2f}, from "
         f"{found.zygotes} zygotes that served two or more)"
     )
-    if not rules(r.rules).zygotes:
-        return text + f"; intervals not widened for it (rules {r.rules})"
+    if not r.method.zygotes_widen:
+        return text + f"; intervals not widened for it (rules {r.method.rules})"
     if z.widening <= 1.0 + 5e-4:
         return text + "; no interval needed widening"
     return text + f"; intervals widened by up to {z.widening:.2f}x for it"
 
 
 def design_line(r: HostReport) -> str:
-    d = r.design
+    d = r.method.design
     if not d.sequential:
-        return f"Design: fixed, {r.rounds} rounds for every config"
+        return f"Design: fixed, {r.measured.rounds} rounds for every config"
     text = (
         f"Design: sequential, at least {d.first} rounds, then only configs still in contention "
         f"(error control spread over {d.horizon} rounds)"
     )
-    if r.stop:
-        text += f"; stopped: {r.stop.message}"
+    if r.course.stop:
+        text += f"; stopped: {r.course.stop.message}"
     return text
 
 
 def header_lines(r: HostReport) -> list[str]:
+    m, how, f = r.measured, r.method, r.figures
+    split = how.split
     lines = [
-        f"Host: {r.host_key}",
-        f"Sessions: {', '.join(r.sessions)}",
-        *([f"Workload: {r.workload}"] if r.workload else []),
+        f"Host: {m.host_key}",
+        f"Sessions: {', '.join(m.sessions)}",
+        *([f"Workload: {m.workload}"] if m.workload else []),
         *form_lines(r),
-        f"Baseline: {r.baseline} (its two processes per round averaged); {r.rounds} rounds; "
-        f"{len(r.benchmarks)} benchmarks{weighted(r)}",
-        *([zygote_line(r)] if r.forked else []),
+        f"Baseline: {m.baseline} (its two processes per round averaged); {m.rounds} rounds; "
+        f"{len(m.benchmarks)} benchmarks{weighted(r)}",
+        *([zygote_line(r)] if m.forked else []),
         design_line(r),
         (
             f"Error control: every claim below holds together with probability at least "
-            f"{1 - ALPHA:.0%} (verdicts {r.split['ranking']:.1%}, which could be the fastest "
-            f"{r.split['selection']:.1%}, per benchmark {r.split['benchmarks']:.1%}, seed "
-            f"experiments {r.split['experiments']:.1%}; "
+            f"{1 - ALPHA:.0%} (verdicts {split['ranking']:.1%}, which could be the fastest "
+            f"{split['selection']:.1%}, per benchmark {split['benchmarks']:.1%}, seed "
+            f"experiments {split['experiments']:.1%}; "
             + (
                 "max-t within each, variances moderated across the comparisons"
-                if rules(r.rules).maxt
+                if how.maxt
                 else "Bonferroni within each"
             )
-            + ("; alpha spending over the looks" if r.design.sequential else "")
-            + f"; rules {r.rules})"
+            + ("; alpha spending over the looks" if how.design.sequential else "")
+            + f"; rules {how.rules})"
         ),
-        f"Margin: {r.margin_source}",
+        f"Margin: {how.margin_source}",
     ]
-    if OVERALL in r.aa:
-        aa = r.aa[OVERALL]
+    if OVERALL in f.aa:
+        aa = f.aa[OVERALL]
         lines.append(f"A/A control (the baseline against its copy): {ratio_text(aa)}, {aa.verdict}")
-    lead = [c for c in r.tiers[0] if c != r.baseline] if r.tiers else []
-    targeted = r.design.resolve is not None and not rules(r.rules).answer_decides
-    target = f" (target ±{r.design.resolve:.1%})" if targeted else ""
+    lead = [c for c in f.tiers[0] if c != m.baseline] if f.tiers else []
+    targeted = how.design.resolve is not None and not how.stops_on_answer
+    target = f" (target ±{how.design.resolve:.1%})" if targeted else ""
     lines.append(
-        f"Leading tier resolved to ±{pct(r.resolution)}{target}: the widest interval of a "
+        f"Leading tier resolved to ±{pct(f.resolution)}{target}: the widest interval of a "
         "config that could be the fastest"
         if lead
         else "Leading tier: the baseline alone (no other measured config can be the fastest)"
     )
-    ranked = {e.config for e in r.ranking}
-    unmeasured = [c for c in r.configs if c not in ranked and not is_aa(c)]
+    ranked = {e.config for e in f.ranking}
+    unmeasured = [c for c in m.configs if c not in ranked and not is_aa(c)]
     if unmeasured:
         lines.append(
             f"Not measured, so in no claim above or below: {', '.join(unmeasured)} "
             "(why: see Failed)"
         )
-    if r.fixed_equivalent is not None and r.resolution <= 1.0:
-        rounds, processes = r.fixed_equivalent
-        change = 1 - r.processes / processes
-        spent, fixed = "", ""
-        if r.benchmark_s is not None and r.processes:
-            each = r.benchmark_s / r.processes
-            spent = f" in {r.benchmark_s / 60:.1f} min of benchmarking"
-            fixed = f" (about {processes * each / 60:.1f} min at {each:.1f} s a process)"
-        lines.append(
-            f"This session ran {r.processes} benchmark processes{spent}; a fixed design (every "
-            f"config every round) would need {rounds} rounds, {processes} processes{fixed}, to "
-            f"resolve its leading tier as well in half of the sessions like it, simulated "
-            f"({abs(change):.0%} {'fewer' if change >= 0 else 'more'} here)"
-        )
+    if r.course.fixed_equivalent is not None and f.resolution <= 1.0:
+        lines.append(_fixed_line(r, *r.course.fixed_equivalent))
     return lines
+
+
+def _fixed_line(r: HostReport, rounds: int, processes: int) -> str:
+    """What a fixed design would have needed for the leading tier this session resolved."""
+    ran = r.measured.processes
+    change = 1 - ran / processes
+    spent, fixed = "", ""
+    if r.measured.benchmark_s is not None and ran:
+        each = r.measured.benchmark_s / ran
+        spent = f" in {r.measured.benchmark_s / 60:.1f} min of benchmarking"
+        fixed = f" (about {processes * each / 60:.1f} min at {each:.1f} s a process)"
+    return (
+        f"This session ran {ran} benchmark processes{spent}; a fixed design (every "
+        f"config every round) would need {rounds} rounds, {processes} processes{fixed}, to "
+        f"resolve its leading tier as well in half of the sessions like it, simulated "
+        f"({abs(change):.0%} {'fewer' if change >= 0 else 'more'} here)"
+    )
 
 
 def form_lines(r: HostReport) -> list[str]:
@@ -190,24 +195,24 @@ def form_lines(r: HostReport) -> list[str]:
 
 
 def tier_of(r: HostReport) -> dict[str, int]:
-    return {config: i + 1 for i, tier in enumerate(r.tiers) for config in tier}
+    return {config: i + 1 for i, tier in enumerate(r.figures.tiers) for config in tier}
 
 
 def status_text(r: HostReport, config: str) -> str:
-    if config in (r.tiers[0] if r.tiers else []):
+    if config in (r.figures.tiers[0] if r.figures.tiers else []):
         return "leading"
-    claim = next((c for c in r.out if c.config == config), None)
+    claim = next((c for c in r.figures.out if c.config == config), None)
     if claim is None:
         return ""
-    when = f" after round {claim.round}" if r.design.sequential else ""
+    when = f" after round {claim.round}" if r.method.design.sequential else ""
     return f"out{when} (trails {claim.than}: {claim.ratio:.3f}x)"
 
 
 def ranking_rows(r: HostReport) -> list[list[str]]:
     tiers = tier_of(r)
     rows = []
-    for e in r.ranking:
-        flags = r.flags.get(e.config)
+    for e in r.figures.ranking:
+        flags = r.problems.flags.get(e.config)
         rows.append(
             [
                 str(tiers.get(e.config, "")),
@@ -234,9 +239,9 @@ RANKING_HEADER = [
 
 
 def cell(r: HostReport, config: str, bench: str) -> str:
-    if config == r.baseline:
+    if config == r.measured.baseline:
         return "1.000"
-    e = r.estimates.get((config, bench))
+    e = r.figures.estimates.get((config, bench))
     if e is None:
         return "n/a"
     return f"{e.ratio:.3f}{MARK[e.verdict]}"
@@ -247,14 +252,16 @@ CONTRAST_HEADER = ("experiment", "ratio [simultaneous CI]", "verdict", "what the
 
 def contrast_title(r: HostReport) -> str:
     return (
-        f"The seed experiments within {r.contrasts[0].config} (throughput of the first way over "
-        "the second, paired by round)"
+        f"The seed experiments within {r.figures.contrasts[0].config} (throughput of the first "
+        "way over the second, paired by round)"
     )
 
 
 def contrast_rows(r: HostReport) -> list[list[str]]:
     seeds = {c.name: c.seed for c in CONTRASTS}
-    return [[e.benchmark, ratio_text(e), e.verdict, seeds[e.benchmark]] for e in r.contrasts]
+    return [
+        [e.benchmark, ratio_text(e), e.verdict, seeds[e.benchmark]] for e in r.figures.contrasts
+    ]
 
 
 LOOK_HEADER = [
@@ -270,7 +277,7 @@ LOOK_HEADER = [
 
 def look_rows(r: HostReport) -> list[list[str]]:
     rows = []
-    for look in r.looks:
+    for look in r.course.looks:
         out = "; ".join(
             [
                 *(f"{e.config} (trails {e.slower_than})" for e in look.eliminated),
@@ -295,26 +302,37 @@ def look_rows(r: HostReport) -> list[list[str]]:
 
 def shown_configs(r: HostReport, everything: bool = False) -> list[str]:
     """The configs the tables show: the leading tier and the baseline, or every config."""
-    lead = set(r.tiers[0]) if r.tiers else set()
-    return [e.config for e in r.ranking if everything or e.config in lead or e.config == r.baseline]
+    lead = set(r.figures.tiers[0]) if r.figures.tiers else set()
+    return [
+        e.config
+        for e in r.figures.ranking
+        if everything or e.config in lead or e.config == r.measured.baseline
+    ]
 
 
 def ranks(r: HostReport) -> dict[str, int]:
     """Each config's place in the ranking (#1 first), which the tables refer to."""
-    return {e.config: i + 1 for i, e in enumerate(r.ranking)}
+    return {e.config: i + 1 for i, e in enumerate(r.figures.ranking)}
 
 
 def leader(r: HostReport) -> str | None:
     """The best-ranked config of the leading tier other than the baseline."""
-    lead = set(r.tiers[0]) if r.tiers else set()
-    return next((e.config for e in r.ranking if e.config in lead and e.config != r.baseline), None)
+    lead = set(r.figures.tiers[0]) if r.figures.tiers else set()
+    return next(
+        (
+            e.config
+            for e in r.figures.ranking
+            if e.config in lead and e.config != r.measured.baseline
+        ),
+        None,
+    )
 
 
 def ranking_columns(r: HostReport, everything: bool = False) -> list[str]:
     """The ranking's columns: flags only when a shown config has some."""
     columns = ["#", "config", "vs baseline [CI]", "rounds", "verdict"]
     shown = shown_configs(r, everything)
-    if any(c in r.flags and not r.flags[c].clean for c in shown):
+    if any(c in r.problems.flags and not r.problems.flags[c].clean for c in shown):
         columns.append("flags")
     return columns
 
@@ -323,12 +341,12 @@ def ranking_table_rows(r: HostReport, everything: bool = False) -> list[list[str
     columns, place = ranking_columns(r, everything), ranks(r)
     shown = set(shown_configs(r, everything))
     rows = []
-    for e in r.ranking:
+    for e in r.figures.ranking:
         if e.config not in shown:
             continue
         row = [str(place[e.config]), e.config, ratio_text(e), str(e.rounds), e.verdict]
         if "flags" in columns:
-            flags = r.flags.get(e.config)
+            flags = r.problems.flags.get(e.config)
             row.append(flags.text() if flags and not flags.clean else "")
         rows.append(row)
     return rows
@@ -337,16 +355,16 @@ def ranking_table_rows(r: HostReport, everything: bool = False) -> list[list[str
 def out_lines(r: HostReport, everything: bool = False) -> list[str]:
     """The configs out of the leading tier, one line per reason (the config they trail, and
     the look that put them out): the tables leave them out unless every config is asked for."""
-    lead = set(r.tiers[0]) if r.tiers else set()
+    lead = set(r.figures.tiers[0]) if r.figures.tiers else set()
     place = ranks(r)
     groups: dict[tuple[int | None, str], list[str]] = {}
-    for e in r.ranking:
+    for e in r.figures.ranking:
         if e.config in lead:
             continue
-        claim = next((c for c in r.out if c.config == e.config), None)
-        when = claim.round if claim and r.design.sequential else None
+        claim = next((c for c in r.figures.out if c.config == e.config), None)
+        when = claim.round if claim and r.method.design.sequential else None
         key = (when, claim.than if claim else "")
-        what = "the baseline" if e.config == r.baseline else f"{e.ratio:.3f}x"
+        what = "the baseline" if e.config == r.measured.baseline else f"{e.ratio:.3f}x"
         groups.setdefault(key, []).append(f"#{place[e.config]} {e.config} ({what})")
     if not groups:
         return []
@@ -366,7 +384,7 @@ def rest_lines(r: HostReport) -> list[str]:
     return [
         f"Rested after round {look.round}, known to the target before the rest of the leading "
         f"tier (judged there): {', '.join(look.rested)}"
-        for look in r.looks
+        for look in r.course.looks
         if look.rested
     ]
 
@@ -395,18 +413,22 @@ def bench_table(r: HostReport, configs: Sequence[str]) -> tuple[list[str], list[
     then each config's speed vs the baseline (columns named by ranking place). Returns the
     header, the rows and how many leading columns are not ratios."""
     place, best = ranks(r), leader(r)
-    others = [c for c in configs if c != r.baseline]
+    others = [c for c in configs if c != r.measured.baseline]
     header = ["benchmark", "margin", "unit", "baseline"]
     if best is not None:
         header.append("leader")
     fixed = len(header)
     header += [f"#{place[c]}" for c in others]
     rows = []
-    for bench in r.benchmarks:
-        base, unit = as_read(r.medians.get((r.baseline, bench)), r.units.get(bench, ""))
-        row = [bench, f"±{pct(r.margins[bench])}", unit, base]
+    for bench in r.measured.benchmarks:
+        base, unit = as_read(
+            r.figures.medians.get((r.measured.baseline, bench)), r.measured.units.get(bench, "")
+        )
+        row = [bench, f"±{pct(r.method.margins[bench])}", unit, base]
         if best is not None:
-            row.append(as_read(r.medians.get((best, bench)), r.units.get(bench, ""))[0])
+            row.append(
+                as_read(r.figures.medians.get((best, bench)), r.measured.units.get(bench, ""))[0]
+            )
         row += [cell(r, c, bench) for c in others]
         rows.append(row)
     return header, rows, fixed
@@ -415,10 +437,10 @@ def bench_table(r: HostReport, configs: Sequence[str]) -> tuple[list[str], list[
 def bench_title(r: HostReport) -> str:
     best = leader(r)
     who = f"the leader (#{ranks(r)[best]} {best})" if best else "no leader but the baseline"
-    latency = any(LATENCY_UNIT.fullmatch(u) for u in r.units.values())
+    latency = any(LATENCY_UNIT.fullmatch(u) for u in r.measured.units.values())
     what = "throughput (latency for pNN)" if latency else "throughput"
     return (
-        f"Per benchmark: median {what} of the baseline ({r.baseline}) and of {who}, and "
+        f"Per benchmark: median {what} of the baseline ({r.measured.baseline}) and of {who}, and "
         "each config's speed vs the baseline (+ faster, - slower, = equivalent, ? undecided; "
         "# as in the ranking)"
     )
@@ -439,7 +461,7 @@ def look_table(r: HostReport) -> list[list[str]]:
          f"±{pct(look.resolution)}", pct(look.margin),
          "held" if look.held and not look.eliminated else str(len(look.eliminated)),
          f"#{place[look.answer]}" if look.answer in place else look.answer or "-"]
-        for look in r.looks
+        for look in r.course.looks
     ]  # fmt: skip
 
 
@@ -511,30 +533,6 @@ def choice_lines(r: HostReport) -> list[str]:
     return lines
 
 
-def gate_rows(verdict: Gate, regression: str, missing: str) -> list[list[str]]:
-    rows = [
-        [c.host, c.config, c.benchmark, f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]",
-         f"{c.p_holm:.3g}", regression if c.regression else ""]
-        for c in verdict.changes
-    ]  # fmt: skip
-    rows += [
-        [m.host, m.config, ", ".join(m.benchmarks), f"not measured: {m.why}", "", missing]
-        for m in verdict.missing
-    ]
-    return rows
-
-
-GATE_HEADER = ("machine class", "config", "benchmark", "new / old [95% CI]", "Holm p", "")
-
-
-def gate_title(fail_above: float) -> str:
-    return (
-        f"Against the previous results (fails when slower by more than {pct(fail_above)} with "
-        "Holm p < 0.05, when a config measured before has no results now, or when nothing is "
-        "compared)"
-    )
-
-
 # --------------------------------------------------------------------------------------------
 # Markdown
 
@@ -552,10 +550,10 @@ def compare_markdown(reports: Sequence[HostReport], everything: bool = False) ->
         lines += [f"**{head}**{colon}{rest}" if colon else line, ""]
     lines += ["# tfbuild comparison", ""]
     for r in reports:
-        lines += [f"## {r.host_key}", ""]
+        lines += [f"## {r.measured.host_key}", ""]
         lines += [f"- {line}" for line in header_lines(r)[1:]]
-        lines += [f"- **warning**: {w}" for w in r.warnings]
-        lines += [f"- **replay**: {p}" for p in r.replay]
+        lines += [f"- **warning**: {w}" for w in r.problems.warnings]
+        lines += [f"- **replay**: {p}" for p in r.course.replay]
         lines += ["", "### Ranking", ""]
         rows = [[row[0], f"`{row[1]}`", *row[2:]] for row in ranking_table_rows(r, everything)]
         lines += md_table(ranking_columns(r, everything), rows)
@@ -566,27 +564,17 @@ def compare_markdown(reports: Sequence[HostReport], everything: bool = False) ->
         header, rows, _ = bench_table(r, shown_configs(r, everything))
         lines += ["", "### Per benchmark", "", bench_title(r) + ".", ""]
         lines += md_table(header, [[f"`{row[0]}`", *row[1:]] for row in rows])
-        if r.looks:
+        if r.course.looks:
             lines += ["", "### Looks", ""]
             lines += md_table(LOOK_COLUMNS, look_table(r))
-        if r.contrasts:
+        if r.figures.contrasts:
             lines += ["", "### Seed experiments", "", contrast_title(r) + ".", ""]
             lines += md_table(CONTRAST_HEADER, contrast_rows(r))
-        if r.failures:
+        if r.problems.failures:
             lines += ["", "### Failed", ""]
-            lines += [f"- `{f.who}`: {f.reason}" for f in r.failures]
+            lines += [f"- `{f.who}`: {f.reason}" for f in r.problems.failures]
         lines += ["", "### Use this", "", "```bash", *choice_lines(r), "```", ""]
     return "\n".join(lines)
-
-
-def gate_markdown(verdict: Gate, fail_above: float) -> str:
-    rows = gate_rows(verdict, "**REGRESSION**", "**MISSING**")
-    notes = [f"- not compared: {note}" for note in verdict.notes]
-    said = verdict.compared().capitalize() + "."
-    return "\n".join(
-        [f"## {gate_title(fail_above)}", "", f"**{said}**", "", *md_table(GATE_HEADER, rows), "",
-         *notes, ""]
-    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------

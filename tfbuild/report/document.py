@@ -10,7 +10,7 @@ from typing import Any
 
 from tfbuild.analysis.estimates import ALPHA, Estimate
 from tfbuild.analysis.gate import Gate
-from tfbuild.analysis.host_report import HostReport
+from tfbuild.analysis.reported import HostReport
 from tfbuild.results.codec import look_json
 
 COMPARE_SCHEMA = "tfbuild.compare/3"
@@ -41,25 +41,25 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
         "alpha": ALPHA,
         "hosts": [
             {
-                "host": r.host_key,
-                "sessions": r.sessions,
+                "host": r.measured.host_key,
+                "sessions": r.measured.sessions,
                 "design": {
-                    "kind": r.design.kind,
-                    "first": r.design.first,
-                    "horizon": r.design.horizon,
-                    "resolve": r.design.resolve,
-                    "budget_s": r.design.budget_s,
-                    "rules": r.rules,
+                    "kind": r.method.design.kind,
+                    "first": r.method.design.first,
+                    "horizon": r.method.design.horizon,
+                    "resolve": r.method.design.resolve,
+                    "budget_s": r.method.design.budget_s,
+                    "rules": r.method.rules,
                 },
-                "alpha_split": r.split,
-                "stop": asdict(r.stop) if r.stop else None,
-                "baseline": r.baseline,
-                "rounds": r.rounds,
-                "benchmarks": r.benchmarks,
-                "weights": {b: r.weights.get(b, 1.0) for b in r.benchmarks},
-                "units": r.units,
-                "margins": r.margins,
-                "margin_source": r.margin_source,
+                "alpha_split": r.method.split,
+                "stop": asdict(r.course.stop) if r.course.stop else None,
+                "baseline": r.measured.baseline,
+                "rounds": r.measured.rounds,
+                "benchmarks": r.measured.benchmarks,
+                "weights": {b: r.method.weights.get(b, 1.0) for b in r.measured.benchmarks},
+                "units": r.measured.units,
+                "margins": r.method.margins,
+                "margin_source": r.method.margin_source,
                 "decision": {
                     "kind": r.decision.kind,
                     "config": r.decision.config,
@@ -70,29 +70,33 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
                     "cause": r.decision.cause,
                 },
                 "zygotes": _zygotes_json(r),
-                "resolution": _finite(r.resolution),
-                "fixed_equivalent": r.fixed_equivalent,
-                "processes": r.processes,
-                "benchmark_s": r.benchmark_s,
+                "resolution": _finite(r.figures.resolution),
+                "fixed_equivalent": r.course.fixed_equivalent,
+                "processes": r.measured.processes,
+                "benchmark_s": r.measured.benchmark_s,
                 "throughput": {
-                    c: {b: r.medians[(c, b)] for b in r.benchmarks if (c, b) in r.medians}
-                    for c in r.configs
-                    if any((c, b) in r.medians for b in r.benchmarks)
+                    c: {
+                        b: r.figures.medians[(c, b)]
+                        for b in r.measured.benchmarks
+                        if (c, b) in r.figures.medians
+                    }
+                    for c in r.measured.configs
+                    if any((c, b) in r.figures.medians for b in r.measured.benchmarks)
                 },
-                "aa": {k: _estimate_json(v) for k, v in r.aa.items()},
-                "warnings": r.warnings,
-                "replay": r.replay,
-                "ranking": [_estimate_json(e) for e in r.ranking],
-                "tiers": r.tiers,
-                "out": [asdict(c) for c in r.out],
-                "looks": [look_json(look) for look in r.looks],
-                "flags": {c: asdict(f) for c, f in r.flags.items()},
-                "estimates": [_estimate_json(e) for e in r.estimates.values()],
-                "failures": [asdict(f) for f in r.failures],
+                "aa": {k: _estimate_json(v) for k, v in r.figures.aa.items()},
+                "warnings": r.problems.warnings,
+                "replay": r.course.replay,
+                "ranking": [_estimate_json(e) for e in r.figures.ranking],
+                "tiers": r.figures.tiers,
+                "out": [asdict(c) for c in r.figures.out],
+                "looks": [look_json(look) for look in r.course.looks],
+                "flags": {c: asdict(f) for c, f in r.problems.flags.items()},
+                "estimates": [_estimate_json(e) for e in r.figures.estimates.values()],
+                "failures": [asdict(f) for f in r.problems.failures],
                 **({"forms": [asdict(f) for f in r.forms]} if r.forms else {}),
                 "answer": asdict(r.answer),
                 "choice": asdict(r.choice) if r.choice else None,
-                "contrasts": [_estimate_json(e) for e in r.contrasts],
+                "contrasts": [_estimate_json(e) for e in r.figures.contrasts],
             }
             for r in reports
         ],

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import jinja2
 
 from tfbuild import __version__
-from tfbuild.analysis.host_report import HostReport
+from tfbuild.analysis.reported import HostReport
 from tfbuild.machine.cpu import level_name
 from tfbuild.machine.profile import HostProfile
 from tfbuild.report.charts import samples_svg, speedup_svg
@@ -58,7 +58,7 @@ def _host_rows(host: HostProfile) -> list[tuple[str, str]]:
 
 def _manifest_rows(r: HostReport) -> list[dict[str, str]]:
     rows = []
-    for name, variant in sorted(r.variants.items()):
+    for name, variant in sorted(r.measured.variants.items()):
         manifest = variant.manifest
         smoke = variant.smoke or {}
         package = f"{manifest.name or ''} {manifest.version or ''}" if manifest else ""
@@ -90,33 +90,33 @@ def compare_html(reports: Sequence[HostReport]) -> str:
     for r in reports:
         hosts.append(
             {
-                "key": r.host_key,
+                "key": r.measured.host_key,
                 "header": header_lines(r),
-                "warnings": [*r.warnings, *(f"replay: {p}" for p in r.replay)],
-                "host_rows": _host_rows(r.host),
+                "warnings": [*r.problems.warnings, *(f"replay: {p}" for p in r.course.replay)],
+                "host_rows": _host_rows(r.measured.host),
                 "ranking_header": RANKING_HEADER,
                 "ranking": ranking_rows(r),
                 "look_header": LOOK_HEADER,
                 "looks": look_rows(r),
-                "benchmarks": r.benchmarks,
-                "margins": r.margins,
+                "benchmarks": r.measured.benchmarks,
+                "margins": r.method.margins,
                 "cells": {
-                    (e.config, b): r.estimates.get((e.config, b))
-                    for e in r.ranking
-                    for b in r.benchmarks
+                    (e.config, b): r.figures.estimates.get((e.config, b))
+                    for e in r.figures.ranking
+                    for b in r.measured.benchmarks
                 },
-                "configs": [e.config for e in r.ranking],
-                "baseline": r.baseline,
+                "configs": [e.config for e in r.figures.ranking],
+                "baseline": r.measured.baseline,
                 "speedup_svg": _embedded(speedup_svg(r)),
                 "samples_svg": _embedded(samples_svg(r)),
-                "failures": r.failures,
+                "failures": r.problems.failures,
                 "choice": choice_lines(r),
                 "lock": (
-                    r.choice.lock_text(", ".join(r.sessions))
+                    r.choice.lock_text(", ".join(r.measured.sessions))
                     if r.choice is not None and r.choice.lock
                     else None
                 ),
-                "contrast_title": contrast_title(r) if r.contrasts else "",
+                "contrast_title": contrast_title(r) if r.figures.contrasts else "",
                 "contrast_header": CONTRAST_HEADER,
                 "contrasts": contrast_rows(r),
                 "manifests": _manifest_rows(r),
@@ -127,5 +127,7 @@ def compare_html(reports: Sequence[HostReport]) -> str:
         hosts=hosts,
         answer=answer_lines(reports),
         version=__version__,
-        selection_level=", ".join(sorted({f"{1 - r.split['selection']:.1%}" for r in reports})),
+        selection_level=", ".join(
+            sorted({f"{1 - r.method.split['selection']:.1%}" for r in reports})
+        ),
     )

@@ -3,14 +3,13 @@ and the verdict. Formats; never computes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from tfbuild.audit.model import AuditReport, CudaSummary, Reasons
+from tfbuild.audit.model import AuditReport, CudaSummary, CudaTool, Reasons
 from tfbuild.audit.verdict import Target, WheelVerdict, required_flags
 from tfbuild.machine import cpu
 from tfbuild.report.terminal import kv_table
@@ -180,9 +179,9 @@ def _cuda_line(cuda: CudaSummary | None) -> str:
     return f"SASS {sass}; PTX {ptx} ({where})"
 
 
-def _tool_line(tool: Mapping[str, Any]) -> str:
-    origin = "on PATH" if tool["source"] == "PATH" else f"{tool['source']}, package index"
-    return f"{tool['version'] or 'version unknown'} ({origin}): {tool['path']}"
+def _tool_line(tool: CudaTool) -> str:
+    origin = "on PATH" if tool.source == "PATH" else f"{tool.source}, package index"
+    return f"{tool.version or 'version unknown'} ({origin}): {tool.path}"
 
 
 def _device_code_table(report: AuditReport) -> Table:

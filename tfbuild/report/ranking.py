@@ -15,10 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from tfbuild.analysis.gate import Gate
-from tfbuild.analysis.host_report import HostReport
+from tfbuild.analysis.reported import HostReport
 from tfbuild.report.comparison import (
     CONTRAST_HEADER,
-    GATE_HEADER,
     LOOK_COLUMNS,
     STYLE,
     answer_lines,
@@ -28,8 +27,6 @@ from tfbuild.report.comparison import (
     contrast_rows,
     contrast_title,
     form_lines,
-    gate_rows,
-    gate_title,
     header_lines,
     look_table,
     out_lines,
@@ -38,6 +35,7 @@ from tfbuild.report.comparison import (
     rest_lines,
     shown_configs,
 )
+from tfbuild.report.gating import GATE_HEADER, gate_rows, gate_title
 
 COLUMNS = 80
 """The width a report is laid out for when the terminal does not say."""
@@ -100,9 +98,10 @@ def _numeric(value: str) -> bool:
 
 def _ranking(r: HostReport, everything: bool) -> Table:
     lead = "the leading tier and the baseline" if not everything else "every config"
+    level = 1 - r.method.split["selection"]
     return _grid(
         f"Ranking: {lead} (geometric mean over the benchmarks vs the baseline; the leading "
-        f"tier holds a fastest config with probability at least {1 - r.split['selection']:.1%})",
+        f"tier holds a fastest config with probability at least {level:.1%})",
         ranking_columns(r, everything),
         ranking_table_rows(r, everything),
         {"verdict": STYLE},
@@ -152,9 +151,9 @@ def compare_view(
             parts.extend(_brief(r, everything, width))
             continue
         parts.append(Text("\n".join(header_lines(r))))
-        for warning in r.warnings:
+        for warning in r.problems.warnings:
             parts.append(Text(f"warning: {warning}", style="yellow"))
-        for problem in r.replay:
+        for problem in r.course.replay:
             parts.append(Text(f"replay: {problem}", style="red"))
         parts.append(_ranking(r, everything))
         if lines := out_lines(r, everything):
@@ -162,11 +161,11 @@ def compare_view(
         if lines := rest_lines(r):
             parts.append(Text("\n".join(lines)))
         parts.extend(_per_benchmark(r, everything, width))
-        if r.looks:
+        if r.course.looks:
             parts.append(_grid("Looks (at the scheduled rounds)", LOOK_COLUMNS, look_table(r)))
-        if r.contrasts:
+        if r.figures.contrasts:
             parts.append(_grid(contrast_title(r), CONTRAST_HEADER, contrast_rows(r)))
-        for failure in r.failures:
+        for failure in r.problems.failures:
             parts.append(Text(f"failed {failure.who}: {failure.reason}", style="red"))
         parts.append(Text("Use this", style="bold underline"))
         # Never wrapped: the wheel, its hash and the commands must survive a copy and paste.
@@ -176,13 +175,16 @@ def compare_view(
 
 def _brief(r: HostReport, everything: bool, width: int) -> list[Table | Text]:
     """What `compare --brief` shows of one machine's report."""
-    said = [f"Host: {r.host_key}", *([f"Workload: {r.workload}"] if r.workload else [])]
+    said = [
+        f"Host: {r.measured.host_key}",
+        *([f"Workload: {r.measured.workload}"] if r.measured.workload else []),
+    ]
     parts: list[Table | Text] = [Text("\n".join([*said, *form_lines(r)]))]
     parts.append(_ranking(r, everything))
     if lines := out_lines(r, everything):
         parts.append(Text("\n".join(lines)))
     parts.extend(_per_benchmark(r, everything, width))
-    parts += [Text(f"failed {f.who}: {f.reason}", style="red") for f in r.failures]
+    parts += [Text(f"failed {f.who}: {f.reason}", style="red") for f in r.problems.failures]
     parts.append(Text("(brief: the design, error control, looks and 'use this' are in the full "
                       "report, without --brief)"))  # fmt: skip
     return parts

@@ -17,7 +17,8 @@ from support.synthetic import BASELINE, assert_coherent_tiers, session, write
 from tfbuild import stats
 from tfbuild.analysis import host_report as report_module
 from tfbuild.analysis.estimates import OVERALL
-from tfbuild.analysis.host_report import HostReport, analyse_host
+from tfbuild.analysis.host_report import analyse_host
+from tfbuild.analysis.reported import HostReport
 from tfbuild.analysis.sessions import Session, load_sessions
 from tfbuild.config.suite import BENCHMARKS as SUITE
 from tfbuild.config.suite import CONTRASTS
@@ -90,8 +91,8 @@ def test_one_odd_round_does_not_move_the_answer() -> None:
                 for sample in entry["samples"]:
                     sample["throughput"] *= 0.5
     after = analyse_host([Session(REAL, from_json(worse))])
-    for e in before.ranking:
-        moved = next(x for x in after.ranking if x.config == e.config)
+    for e in before.figures.ranking:
+        moved = next(x for x in after.figures.ranking if x.config == e.config)
         assert moved.verdict == e.verdict, e.config
         assert moved.ratio == pytest.approx(e.ratio, rel=0.02), e.config
     for config in ("stock:single-thread", "intel-2.14:default", "intel-2.14:single-thread"):
@@ -99,11 +100,13 @@ def test_one_odd_round_does_not_move_the_answer() -> None:
         assert plain - statistics.fmean(level_differences(doc, config)) == pytest.approx(
             math.log(2) / 2 / 10
         )
-    assert after.spreads["overall"] == pytest.approx(before.spreads["overall"], rel=0.1)
+    assert after.method.spreads["overall"] == pytest.approx(
+        before.method.spreads["overall"], rel=0.1
+    )
     steady = [d for i, d in enumerate(aa) if i != 3]
-    assert before.spreads["overall"] < statistics.stdev(aa) / math.sqrt(2)
+    assert before.method.spreads["overall"] < statistics.stdev(aa) / math.sqrt(2)
     lower = stats.sd_lower(statistics.stdev(steady), len(steady) - 1)
-    assert before.spreads["overall"] == pytest.approx(
+    assert before.method.spreads["overall"] == pytest.approx(
         max(0.02, math.expm1(lower / math.sqrt(2))), rel=0.35
     )
 
@@ -115,9 +118,9 @@ def test_tiers_of_a_real_quick_session_on_the_default_matrix() -> None:
     while the A/A control cannot tell the baseline from itself."""
     path = GOLDEN / "session-default-quick.json"
     report = analyse_host([Session(path, load(path))])
-    assert len(report.ranking) == 16 and report.rounds == 3
+    assert len(report.figures.ranking) == 16 and report.measured.rounds == 3
     assert_coherent_tiers(report)
-    verdicts = {e.config: e.verdict for e in report.ranking}
+    verdicts = {e.config: e.verdict for e in report.figures.ranking}
     assert verdicts["intel-avx512-2.14:single-thread"] == "slower"
     assert "faster" not in verdicts.values()
     assert report.answer.kind == "inconclusive" and report.decision.held
@@ -186,12 +189,14 @@ def test_a_real_aa_session_makes_no_claim(name: str, stop: str, rounds: int, ver
     slower, neither is put out of the leading tier, and the baseline is kept (the noisier
     Xeon session cannot call its copy equivalent within the margin, the EPYC one can)."""
     report = analyse_host(load_sessions([GOLDEN / name]))
-    copy_of = report.estimates[("stock-again:default", "overall")]
+    copy_of = report.figures.estimates[("stock-again:default", "overall")]
     assert copy_of.verdict == verdict and copy_of.low < 1 < copy_of.high
     assert report.answer.kind == "keep"
-    assert report.aa["overall"].verdict == "undecided"
-    assert report.out == [] and report.replay == [] and report.rounds == rounds
-    assert report.stop is not None and report.stop.reason == stop
+    assert report.figures.aa["overall"].verdict == "undecided"
+    assert (
+        report.figures.out == [] and report.course.replay == [] and report.measured.rounds == rounds
+    )
+    assert report.course.stop is not None and report.course.stop.reason == stop
     assert report.choice is not None and report.choice.config == "stock:default"
 
 
@@ -202,21 +207,28 @@ def test_a_real_session_resolved_to_its_target() -> None:
     than a fixed design resolving the same tier as well."""
     path = GOLDEN / "default-run-epyc.json.gz"
     report = analyse_host(load_sessions([path]), power=True)
-    assert report.replay == [] and report.design.sequential
-    assert report.stop is not None and report.stop.reason == "resolved"
-    assert report.design.resolve is not None and report.resolution <= report.design.resolve
-    assert report.rounds == report.looks[-1].round <= (report.design.horizon or 0)
+    assert report.course.replay == [] and report.method.design.sequential
+    assert report.course.stop is not None and report.course.stop.reason == "resolved"
+    assert (
+        report.method.design.resolve is not None
+        and report.figures.resolution <= report.method.design.resolve
+    )
+    assert (
+        report.measured.rounds
+        == report.course.looks[-1].round
+        <= (report.method.design.horizon or 0)
+    )
     assert_coherent_tiers(report)
     runs = load_sessions([path])[0].results.runs
-    eliminated = {e.config: look.round for look in report.looks for e in look.eliminated}
+    eliminated = {e.config: look.round for look in report.course.looks for e in look.eliminated}
     for config, round_ in eliminated.items():
         assert sum(r.config == config for r in runs) == round_
-    assert report.fixed_equivalent is not None
-    assert report.processes == len(runs) <= 0.6 * report.fixed_equivalent[1]
+    assert report.course.fixed_equivalent is not None
+    assert report.measured.processes == len(runs) <= 0.6 * report.course.fixed_equivalent[1]
     choice = report.choice
-    assert choice is not None and choice.config in report.tiers[0]
-    chosen = report.estimates[(choice.config, "overall")]
-    assert chosen.verdict == "faster" and chosen.low > 1 + report.margins["overall"]
+    assert choice is not None and choice.config in report.figures.tiers[0]
+    chosen = report.figures.estimates[(choice.config, "overall")]
+    assert chosen.verdict == "faster" and chosen.low > 1 + report.method.margins["overall"]
 
 
 def test_the_real_default_matrix_session() -> None:
@@ -227,10 +239,10 @@ def test_the_real_default_matrix_session() -> None:
     (what is ahead of it is not shown ahead by more than the margin)."""
     path = GOLDEN / "default-run.json.gz"
     report = analyse_host(load_sessions([path]), power=True)
-    assert report.replay == [] and report.design.sequential
-    assert report.stop is not None and report.stop.reason == "max_rounds"
+    assert report.course.replay == [] and report.method.design.sequential
+    assert report.course.stop is not None and report.course.stop.reason == "max_rounds"
     assert_coherent_tiers(report)
-    eliminated = {e.config: look.round for look in report.looks for e in look.eliminated}
+    eliminated = {e.config: look.round for look in report.course.looks for e in look.eliminated}
     single = {
         f"{v}:single-thread" for v in ("stock", "stock-2.14", "intel-2.14", "intel-avx512-2.14")
     }
@@ -239,19 +251,19 @@ def test_the_real_default_matrix_session() -> None:
         round_ for c, round_ in eliminated.items() if c not in single
     )
     for config, round_ in eliminated.items():
-        assert report.estimates[(config, "overall")].rounds == round_
+        assert report.figures.estimates[(config, "overall")].rounds == round_
     runs = load_sessions([path])[0].results.runs
     for config, round_ in eliminated.items():
         assert sum(r.config == config for r in runs) == round_
-    assert report.fixed_equivalent is not None
-    assert report.processes == len(runs) < report.fixed_equivalent[1]
-    assert report.baseline in report.tiers[1]
-    assert all(e.verdict != "faster" for e in report.ranking)
+    assert report.course.fixed_equivalent is not None
+    assert report.measured.processes == len(runs) < report.course.fixed_equivalent[1]
+    assert report.measured.baseline in report.figures.tiers[1]
+    assert all(e.verdict != "faster" for e in report.figures.ranking)
     # a config may be faster than the baseline, but none is known to be within the margin of
     # the fastest: the session is inconclusive and the use-this block keeps the baseline
     assert report.answer.kind == "inconclusive" and report.decision.cause == "open"
     choice = report.choice
-    assert choice is not None and choice.config == report.baseline
+    assert choice is not None and choice.config == report.measured.baseline
     assert "nothing is decided at the 6.1% margin yet" in choice.reason
 
 
@@ -271,13 +283,14 @@ def test_only_power_runs_the_planners(monkeypatch: pytest.MonkeyPatch) -> None:
     sessions = load_sessions([GOLDEN / "default-run.json.gz"])
     plain = analyse_host(sessions)
     assert planned == []
-    assert plain.fixed_equivalent is None and plain.answer.settle is None
+    assert plain.course.fixed_equivalent is None and plain.answer.settle is None
     powered = analyse_host(sessions, power=True)
     assert planned == ["fixed_equivalent", "fixed_decided"]
-    assert powered.fixed_equivalent is not None and powered.answer.settle is not None
+    assert powered.course.fixed_equivalent is not None and powered.answer.settle is not None
     assert powered.answer.lines[:-1] == plain.answer.lines
     assert powered.answer.lines[-1].startswith("To settle it: about ")
-    unplanned = replace(powered, fixed_equivalent=None, answer=plain.answer)
+    course = replace(powered.course, fixed_equivalent=None)
+    unplanned = replace(powered, course=course, answer=plain.answer)
     assert repr(unplanned) == repr(plain)
 
 
@@ -297,7 +310,7 @@ def test_four_verdicts_from_intervals() -> None:
             seed=2,
         )
     )
-    verdicts = {e.config: e.verdict for e in report.ranking}
+    verdicts = {e.config: e.verdict for e in report.figures.ranking}
     assert verdicts == {
         BASELINE: "baseline",
         "fast:default": "faster",
@@ -305,8 +318,8 @@ def test_four_verdicts_from_intervals() -> None:
         "same:default": "equivalent",
         "hazy:default": "undecided",
     }
-    m = report.margins[OVERALL]
-    for e in (e for e in report.ranking if e.config != BASELINE):
+    m = report.method.margins[OVERALL]
+    for e in (e for e in report.figures.ranking if e.config != BASELINE):
         inside = 1 / (1 + m) < e.low and e.high < 1 + m
         assert (e.verdict == "equivalent") == inside
     assert_coherent_tiers(report)
@@ -322,8 +335,13 @@ def test_tiers_are_cut_by_claims_consistent_with_the_verdicts() -> None:
         )
     )
     assert_coherent_tiers(report)
-    assert report.tiers[0] == ["fast:default"]
-    assert set(report.tiers[1]) == {BASELINE, "same:default", "twin:default", "slow:default"}
+    assert report.figures.tiers[0] == ["fast:default"]
+    assert set(report.figures.tiers[1]) == {
+        BASELINE,
+        "same:default",
+        "twin:default",
+        "slow:default",
+    }
     assert report.choice is not None and report.choice.config == "fast:default"
 
 
@@ -333,12 +351,12 @@ def test_seed_experiments_are_measured_within_the_recommended_config() -> None:
     fast = {"gru-keras": 1.2, "gru-static": 1.5, "gru-dynamic": 1.5}
     report = analyse(session({"fast:default": fast}, benchmarks=tuple(SUITE), seed=6, rounds=20))
     assert report.choice is not None and report.choice.config == "fast:default"
-    by_name = {e.benchmark: e for e in report.contrasts}
+    by_name = {e.benchmark: e for e in report.figures.contrasts}
     assert [c.name for c in CONTRASTS] == list(by_name)
     unrolled = by_name[CONTRASTS[0].name]
     assert unrolled.config == "fast:default" and unrolled.verdict == "faster"
     assert unrolled.low < 1.25 < unrolled.high
-    assert [e.verdict for e in report.contrasts[1:]] == ["equivalent"] * 3
+    assert [e.verdict for e in report.figures.contrasts[1:]] == ["equivalent"] * 3
 
 
 def test_the_config_to_use_is_the_one_the_answer_names() -> None:
@@ -354,7 +372,7 @@ def test_the_config_to_use_is_the_one_the_answer_names() -> None:
         if decision.kind == "use":
             assert choice.config == decision.config != BASELINE
             assert decision.floors[choice.config] >= 1 / (1 + decision.margin)
-            assert choice.config in report.tiers[0]
+            assert choice.config in report.figures.tiers[0]
             assert f"{choice.config} is faster than the baseline {BASELINE} (" in choice.reason
             assert "the fastest config measured or within the 5.0% margin" in choice.reason
         else:
@@ -379,12 +397,12 @@ def test_a_partly_failing_config_stays_flagged_and_is_never_recommended() -> Non
             seed=3,
         )
     )
-    by_config = {e.config: e for e in report.ranking}
+    by_config = {e.config: e for e in report.figures.ranking}
     assert by_config["broken:default"].verdict == "faster"
-    assert report.flags["broken:default"].missing == ("gru-keras",)
-    assert ("broken:default", "matmul-pinned") in report.estimates
-    assert ("broken:default", "gru-keras") not in report.estimates
-    assert any("broken:default: no results for gru-keras" in w for w in report.warnings)
+    assert report.problems.flags["broken:default"].missing == ("gru-keras",)
+    assert ("broken:default", "matmul-pinned") in report.figures.estimates
+    assert ("broken:default", "gru-keras") not in report.figures.estimates
+    assert any("broken:default: no results for gru-keras" in w for w in report.problems.warnings)
     choice = report.choice
     assert choice is not None and choice.config == "fast:default"
     assert "broken:default" not in report.decision.floors  # it is no candidate
@@ -398,7 +416,7 @@ def test_per_benchmark_verdicts() -> None:
     report = analyse(
         session({"mixed:default": {"gru-keras": 1.30, "matmul-pinned": 0.75}}, seed=11, rounds=20)
     )
-    estimates = report.estimates
+    estimates = report.figures.estimates
     assert estimates[("mixed:default", "gru-keras")].verdict == "faster"
     assert estimates[("mixed:default", "matmul-pinned")].verdict == "slower"
     assert estimates[("mixed:default", "input-fed")].verdict == "equivalent"
@@ -414,7 +432,7 @@ NO_INPUT = {"input-fed": 0.0, "input-pinned": 0.0}
 
 
 def _overall(report: HostReport, config: str) -> float:
-    return report.estimates[(config, OVERALL)].ratio
+    return report.figures.estimates[(config, OVERALL)].ratio
 
 
 def test_weights_put_the_answer_on_the_benchmarks_that_resemble_your_model() -> None:
@@ -446,11 +464,13 @@ def test_a_session_is_weighed_as_it_recorded_unless_asked_otherwise() -> None:
     plain = analyse_host([Session(EPYC, results)])
     assert _overall(recorded, AHEAD) == _overall(asked, AHEAD) != _overall(plain, AHEAD)
     assert recorded.answer == asked.answer != plain.answer
-    assert recorded.weights == NO_INPUT
+    assert recorded.method.weights == NO_INPUT
     override = analyse_host([Session(EPYC, weighed)], weights={})
     assert _overall(override, AHEAD) == _overall(plain, AHEAD)
     # the looks the session took are replayed on the level it was decided on
-    assert analyse_host([Session(EPYC, results)], weights=NO_INPUT).looks == plain.looks
+    assert (
+        analyse_host([Session(EPYC, results)], weights=NO_INPUT).course.looks == plain.course.looks
+    )
 
 
 def test_a_sequential_session_looks_at_the_level_it_records() -> None:

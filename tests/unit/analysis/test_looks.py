@@ -146,7 +146,7 @@ def test_a_leader_known_to_the_target_rests_while_another_is_not() -> None:
     for seed in range(20):
         doc = replay_session(4, rules4, 80_000 + seed)
         r = report(doc)
-        assert not r.replay, r.replay
+        assert not r.course.replay, r.course.replay
         rested: dict[str, LookEstimate] = {}
         for look in doc.looks or ():
             assert not set(rested) & set(look.active), (seed, look.round)  # resting is for good
@@ -161,8 +161,8 @@ def test_a_leader_known_to_the_target_rests_while_another_is_not() -> None:
                 assert any(look.estimates[x].half_width > target for x in waited), seed
                 assert c in look.active
                 assert max(run.round for run in doc.runs if run.config == c) == look.round - 1
-                assert c in r.tiers[0]
-                assert r.estimates[(c, OVERALL)].rounds == look.round
+                assert c in r.figures.tiers[0]
+                assert r.figures.estimates[(c, OVERALL)].rounds == look.round
                 rested[c] = look.estimates[c]
         rests += bool(rested)
         if seed < 5:
@@ -176,8 +176,8 @@ def test_replay_notices_an_edited_rest() -> None:
     looks = doc.looks or ()
     k = next(i for i, look in enumerate(looks) if look.rested)
     edited = (*looks[:k], replace(looks[k], rested=()), *looks[k + 1 :])
-    assert report(doc).replay == []
-    said = report(replace(doc, looks=edited)).replay
+    assert report(doc).course.replay == []
+    said = report(replace(doc, looks=edited)).course.replay
     assert any(f"look after round {looks[k].round}: recorded rests []" in p for p in said), said
 
 
@@ -185,4 +185,4 @@ def test_replay_notices_an_edited_elimination() -> None:
     doc = replay_session(4, SEQUENTIAL, 3, {"c01:default": 0.6})
     edited = tuple(replace(look, eliminated=()) for look in doc.looks or ())
     assert edited != doc.looks
-    assert report(replace(doc, looks=edited)).replay
+    assert report(replace(doc, looks=edited)).course.replay

@@ -11,7 +11,8 @@ import pytest
 from support.synthetic import session
 
 from tfbuild.analysis.estimates import OVERALL
-from tfbuild.analysis.host_report import HostReport, analyse_host
+from tfbuild.analysis.host_report import analyse_host
+from tfbuild.analysis.reported import HostReport
 from tfbuild.analysis.sessions import Session
 from tfbuild.results.model import Results
 
@@ -22,8 +23,8 @@ def analyse(results: Results) -> HostReport:
 
 def test_a_slow_aa_copy_is_reported() -> None:
     report = analyse(session({}, aa_effect=1.15, noise=0.01, seed=4))
-    assert report.aa[OVERALL].verdict == "faster"
-    assert any("showed one build unlike itself" in w for w in report.warnings)
+    assert report.figures.aa[OVERALL].verdict == "faster"
+    assert any("showed one build unlike itself" in w for w in report.problems.warnings)
     assert report.answer.kind == "inconclusive" and report.decision.cause == "aa"
 
 
@@ -33,14 +34,17 @@ def test_the_margin_is_the_designs_whatever_the_spread_of_one_process() -> None:
     design's 5 % however noisy the machine (today's rules: noise changes the rounds, never the
     question), and the header says the spread beside it."""
     quiet = analyse(session({}, noise=0.002, seed=1))
-    assert quiet.spreads[OVERALL] == 0.02 and quiet.margins[OVERALL] == 0.05
+    assert quiet.method.spreads[OVERALL] == 0.02 and quiet.method.margins[OVERALL] == 0.05
     noisy = analyse(session({}, noise=0.06, rounds=40, seed=1))
     # per-round A/A log ratios have sd sqrt(2) * 6 % / sqrt(3 benchmarks): one process 3.5 %
-    assert noisy.spreads[OVERALL] == pytest.approx(0.06 / math.sqrt(3), rel=0.3)
-    assert noisy.margins[OVERALL] == 0.05
+    assert noisy.method.spreads[OVERALL] == pytest.approx(0.06 / math.sqrt(3), rel=0.3)
+    assert noisy.method.margins[OVERALL] == 0.05
     shifted = analyse(session({}, noise=0.06, rounds=40, seed=1, aa_effect=1.04))
-    assert shifted.spreads[OVERALL] == pytest.approx(noisy.spreads[OVERALL], rel=0.05)
+    assert shifted.method.spreads[OVERALL] == pytest.approx(noisy.method.spreads[OVERALL], rel=0.05)
     loud = analyse(session({}, noise=0.2, rounds=40, seed=1))
-    assert loud.spreads[OVERALL] > 0.05 and loud.margins[OVERALL] == 0.05
-    assert f"at least {loud.spreads[OVERALL]:.1%} here by the A/A control" in loud.margin_source
+    assert loud.method.spreads[OVERALL] > 0.05 and loud.method.margins[OVERALL] == 0.05
+    assert (
+        f"at least {loud.method.spreads[OVERALL]:.1%} here by the A/A control"
+        in loud.method.margin_source
+    )
     assert loud.answer.margin == 0.05

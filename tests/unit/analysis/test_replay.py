@@ -45,7 +45,7 @@ def test_the_readme_session_is_answered_with_fewer_processes(tmp_path: Path) -> 
     assert r.replayed.design.decisions == DECISIONS
     now = analyse_host([Session(path, r.replayed)])
     before = analyse_host([Session(path, recorded)])
-    assert not now.replay
+    assert not now.course.replay
     assert now.answer.kind == before.answer.kind == "use"
     assert now.decision.config == before.decision.config == "intel-avx512-2.14:physical-cores"
     assert r.answers is not None and r.answers[1].lines == now.answer.lines
@@ -78,7 +78,7 @@ def test_the_aa_sessions_replayed_claim_nothing(name: str) -> None:
     path = RESULTS / name
     r = replay(load(path), 3)
     got = analyse_host([Session(path, r.replayed)])
-    assert not false_claims(got) and not got.out, (false_claims(got), got.out)
+    assert not false_claims(got) and not got.figures.out, (false_claims(got), got.figures.out)
 
 
 def test_a_session_recorded_under_todays_rules_replays_to_itself() -> None:
@@ -98,7 +98,7 @@ def test_a_session_recorded_under_todays_rules_replays_to_itself() -> None:
         ]
 
     assert shape(again.replayed.looks) == shape(doc.looks)
-    assert not report(again.replayed).replay
+    assert not report(again.replayed).course.replay
 
 
 def test_a_fixed_session_has_nothing_to_replay() -> None:

@@ -250,19 +250,23 @@ def test_a_session_that_stops_on_its_answer_is_answered_as_it_stopped() -> None:
         for name in ("twice-6", "margin-6", "two-leaders"):
             results, report = simulate(by_name([name])[0], seed)
             stop = results.session.stop
-            assert stop is not None and not report.replay, report.replay
+            assert stop is not None and not report.course.replay, report.course.replay
             if stop.reason != "resolved":
                 continue
             stopped += 1
             last, base = (results.looks or ())[-1], results.baseline.config
-            assert last.round == stop.round == report.rounds
+            assert last.round == stop.round == report.measured.rounds
             assert last.answer is not None and last.answer == report.decision.config, seed
             assert report.answer.kind == ("keep" if last.answer == base else "use")
             assert last.answer in stop.message, stop.message
             for config in last.active:
-                if config in report.configs and not report.configs[config].aa and config != base:
+                if (
+                    config in report.measured.configs
+                    and not report.measured.configs[config].aa
+                    and config != base
+                ):
                     recorded = last.estimates[config]
-                    mine = report.estimates[(config, OVERALL)]
+                    mine = report.figures.estimates[(config, OVERALL)]
                     assert (mine.ratio, mine.low, mine.high) == pytest.approx(
                         (recorded.ratio, recorded.low, recorded.high), rel=1e-9
                     )
@@ -279,7 +283,7 @@ def test_use_is_said_only_of_a_config_shown_faster_and_keep_quotes_its_own_bound
         scenario = with_truth(by_name(["fixed-10"])[0], effects={"c01:default": 1.04})
         _, report = simulate(scenario, seed)
         said = report.answer
-        by_config = {e.config: e for e in report.ranking}
+        by_config = {e.config: e for e in report.figures.ranking}
         if said.kind == "use":
             used += 1
             assert by_config[report.decision.config or ""].low > 1.0
@@ -334,8 +338,10 @@ def test_one_round_decides_nothing_and_keeps_every_config() -> None:
     fastest, and the answer is inconclusive (it was "Keep the baseline", from no data)."""
     results, report = simulate(by_name(["fixed-1"])[0], 0)
     assert len(results.runs) == 7
-    assert report.tiers == [sorted(report.tiers[0], key=report.tiers[0].index)]
-    assert set(report.tiers[0]) == {c.key for c in results.configs if not c.aa}
+    assert report.figures.tiers == [
+        sorted(report.figures.tiers[0], key=report.figures.tiers[0].index)
+    ]
+    assert set(report.figures.tiers[0]) == {c.key for c in results.configs if not c.aa}
     assert report.answer.kind == "inconclusive"
     assert report.answer.lines[0].startswith("Inconclusive at the 5.0% margin: 1 round gives")
 
@@ -349,7 +355,7 @@ def test_an_aa_control_that_shows_the_build_unlike_itself_decides_nothing() -> N
     quiet = replace(GAUSSIAN, spreads={b: 0.005 for b in GAUSSIAN.spreads})
     biased = replace(twice.truth, noise=quiet, aa_bias=1.05, processes="fresh")
     _, report = simulate(replace(by_name(["fixed-10"])[0], truth=biased), 0)
-    assert report.aa[OVERALL].low > 1.0
+    assert report.figures.aa[OVERALL].low > 1.0
     assert report.answer.kind == "inconclusive", report.answer.lines
     assert report.answer.lines[0].startswith("Inconclusive at the 5.0% margin: the A/A control")
     results, _ = simulate(replace(twice, truth=biased), 0)

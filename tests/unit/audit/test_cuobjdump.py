@@ -24,7 +24,7 @@ from support.env import require
 
 from tfbuild.audit import cuobjdump, isa
 from tfbuild.audit.inspect import build_report, cuda_summary
-from tfbuild.audit.model import AuditReport, CudaListing
+from tfbuild.audit.model import AuditReport, CudaListing, CudaTool
 from tfbuild.audit.verdict import (
     Target,
     gpu_for_arch,
@@ -59,11 +59,12 @@ def _wheel(tmp_path: Path, objects: dict[str, Path]) -> Path:
 
 def _report(tmp_path: Path, device_code: dict[str, dict[str, Any] | None]) -> AuditReport:
     wheel = _wheel(tmp_path, {})
+    listings = {path: CudaListing.from_json(c) if c else None for path, c in device_code.items()}
     objects = [isa.ObjectAudit(path, 10, {}, {}, "2.17", None, cuda, 1, 1)
-               for path, cuda in device_code.items()]  # fmt: skip
-    tool = {"path": "/cache/tools/cuobjdump-13.5.37/bin/cuobjdump", "version": "13.5.37",
-            "source": "nvidia-cuda-cuobjdump 13.5.37"}  # fmt: skip
-    listed = [CudaListing.from_json(c) for c in device_code.values() if c]
+               for path, cuda in listings.items()]  # fmt: skip
+    tool = CudaTool("/cache/tools/cuobjdump-13.5.37/bin/cuobjdump", "13.5.37",
+                    "nvidia-cuda-cuobjdump 13.5.37")  # fmt: skip
+    listed = [c for c in listings.values() if c]
     report = build_report(wheel, "0" * 64, None, objects, 1.0, tool)
     assert report.cuda == cuda_summary(listed, tool)
     assert AuditReport.from_json(json.loads(json.dumps(report.to_json()))) == report
@@ -86,7 +87,7 @@ def test_objects_with_the_same_architectures_share_a_row(tmp_path: Path) -> None
     assert cuda is not None and cuda.objects == 3 and cuda.checked is True
     assert cuda.sass == ("sm_60", "sm_70", "sm_80", "sm_89", "sm_90")
     assert cuda.ptx == ("compute_70", "compute_90")
-    assert cuda.tool is not None and cuda.tool["version"] == "13.5.37"
+    assert cuda.tool is not None and cuda.tool.version == "13.5.37"
     per_object = {o.path: o.cuda for o in report.objects}
     assert per_object["gpu/old.so"] == CudaListing.from_json(older)
     assert per_object["gpu/plain.so"] is None

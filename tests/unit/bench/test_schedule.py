@@ -41,9 +41,9 @@ def test_a_slow_config_is_stopped_early_and_the_baseline_keeps_running() -> None
     assert runs_of["base:default"] == runs_of["base:default~aa"] == rounds
     assert runs_of["c01:default"] == first_out["c01:default"] < rounds
     r = report(doc)
-    assert not r.replay
-    assert r.estimates[("c01:default", OVERALL)].verdict == "slower"
-    assert "c01:default" in r.tiers[-1] and len(r.tiers) == 2
+    assert not r.course.replay
+    assert r.figures.estimates[("c01:default", OVERALL)].verdict == "slower"
+    assert "c01:default" in r.figures.tiers[-1] and len(r.figures.tiers) == 2
     assert doc.session.stop is not None
     assert doc.session.stop.reason == "resolved"  # rules 5: the answer decided
 

@@ -18,7 +18,8 @@ import pytest
 from support.synthetic import BASELINE, session
 
 from tfbuild.analysis.estimates import OVERALL, Estimate
-from tfbuild.analysis.host_report import HostReport, analyse_host
+from tfbuild.analysis.host_report import analyse_host
+from tfbuild.analysis.reported import HostReport
 from tfbuild.analysis.sessions import Session
 from tfbuild.report.charts import panel_limits, ratio_ticks, samples_svg, speedup_svg
 
@@ -42,10 +43,12 @@ def speed_report() -> HostReport:
     """Overall: fast 1.25x [1.1, 1.4], slow 0.8x [0.5, 0.9] (its interval reaching beyond the
     axis, which ends at 0.8 / 1.25 = 0.64), a 5 % margin."""
     r = measured()
-    estimates = dict(r.estimates)
+    estimates = dict(r.figures.estimates)
     estimates[(FAST, OVERALL)] = overall(FAST, 1.25, 1.1, 1.4, "faster")
     estimates[(SLOW, OVERALL)] = overall(SLOW, 0.8, 0.5, 0.9, "slower")
-    return replace(r, estimates=estimates, margins={**r.margins, OVERALL: 0.05})
+    margins = {**r.method.margins, OVERALL: 0.05}
+    return replace(r, figures=replace(r.figures, estimates=estimates),
+                   method=replace(r.method, margins=margins))  # fmt: skip
 
 
 def panel(svg: str, bench: str) -> Element:
@@ -65,7 +68,8 @@ def number(element: Element, name: str) -> float:
 def test_a_panel_spans_its_estimates_and_margin_band_a_quarter_beyond() -> None:
     r = speed_report()
     assert panel_limits(r, OVERALL, [FAST, BASELINE, SLOW]) == pytest.approx((0.64, 1.5625))
-    inside = replace(r, estimates={(FAST, OVERALL): overall(FAST, 1.01, 1.0, 1.02, "equivalent")})
+    alone = {(FAST, OVERALL): overall(FAST, 1.01, 1.0, 1.02, "equivalent")}
+    inside = replace(r, figures=replace(r.figures, estimates=alone))
     assert panel_limits(inside, OVERALL, [FAST]) == pytest.approx(
         (1 / 1.05 / 1.25, 1.05 * 1.25)
     )  # the band's edges, when every estimate is within it
@@ -120,10 +124,11 @@ def test_an_interval_cut_at_the_edge_is_marked_and_the_title_says_so() -> None:
     assert diamond.get("fill") == "#1565c0"
     unbounded = speed_report()
     estimates = {
-        **unbounded.estimates,
+        **unbounded.figures.estimates,
         (FAST, OVERALL): overall(FAST, 1.25, 1.1, math.inf, "faster"),
     }
-    group = panel(speedup_svg(replace(unbounded, estimates=estimates)), OVERALL)
+    clipped = replace(unbounded, figures=replace(unbounded.figures, estimates=estimates))
+    group = panel(speedup_svg(clipped), OVERALL)
     marks = {e.get("data-config"): e.get("points") for e in shapes(group, "polygon", "cut")}
     assert marks[FAST] == "548.5,40 539.5,35.5 539.5,44.5"  # ">" at the right edge, 544
 
@@ -151,8 +156,9 @@ def test_the_overall_panel_comes_first_and_panels_stand_two_to_a_row() -> None:
 
 def test_a_config_without_an_estimate_on_a_benchmark_has_no_bar_there() -> None:
     r = speed_report()
-    estimates = {k: e for k, e in r.estimates.items() if k != (FAST, "gru-keras")}
-    group = panel(speedup_svg(replace(r, estimates=estimates)), "gru-keras")
+    estimates = {k: e for k, e in r.figures.estimates.items() if k != (FAST, "gru-keras")}
+    group = panel(speedup_svg(replace(r, figures=replace(r.figures, estimates=estimates))),
+                  "gru-keras")  # fmt: skip
     assert [e.get("data-config") for e in shapes(group, "rect", "bar")] == [SLOW]
     titles = [t.text for t in shapes(group, "text", "title")]
     assert titles == ["gru-keras (grey band: ±5.0% margin)"]  # nothing cut
@@ -162,14 +168,14 @@ def samples_report() -> HostReport:
     """gru-keras: the baseline's samples 100-500, fast's 400-1000, none of slow's;
     matmul-pinned: a sample of 0, so a linear axis."""
     r = measured()
-    samples = dict(r.samples)
+    samples = dict(r.figures.samples)
     samples[(BASELINE, "gru-keras")] = [100.0, 200.0, 300.0, 400.0, 500.0]
     samples[(FAST, "gru-keras")] = [400.0, 600.0, 800.0, 1000.0]
     samples[(SLOW, "gru-keras")] = []
     samples[(BASELINE, "matmul-pinned")] = [0.0, 10.0, 20.0]
     samples[(FAST, "matmul-pinned")] = [30.0, 40.0]
     samples[(SLOW, "matmul-pinned")] = [15.0]
-    return replace(r, samples=samples)
+    return replace(r, figures=replace(r.figures, samples=samples))
 
 
 def test_each_configs_box_spans_its_quartiles_on_the_log_axis() -> None:

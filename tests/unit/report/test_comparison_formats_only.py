@@ -17,7 +17,8 @@ import pytest
 from rich.console import Console
 from support.cli import RESULTS
 
-from tfbuild.analysis.host_report import HostReport, analyse_host
+from tfbuild.analysis.host_report import analyse_host
+from tfbuild.analysis.reported import HostReport
 from tfbuild.analysis.sessions import load_sessions
 from tfbuild.report.comparison import compare_markdown
 from tfbuild.report.document import compare_json
@@ -105,8 +106,8 @@ def test_every_format_prints_the_figures_the_analysis_computed(
 ) -> None:
     """The fixed design the session is worth and the budget that settles its answer were
     simulated by the analysis: every format prints those figures, and nothing simulates."""
-    assert analysed.fixed_equivalent is not None and analysed.answer.settle is not None
-    rounds, processes = analysed.fixed_equivalent
+    assert analysed.course.fixed_equivalent is not None and analysed.answer.settle is not None
+    rounds, processes = analysed.course.fixed_equivalent
     settle_rounds, settle_processes = analysed.answer.settle
     text = FORMATS[fmt]([analysed])
     assert refused == []
@@ -129,7 +130,7 @@ def test_a_report_not_asked_for_power_says_nothing_of_what_it_would_plan(
 ) -> None:
     """Without `power` the analysis plans neither the fixed design nor the budget: the report
     says nothing of them rather than plan them while it is formatted."""
-    assert unpowered.fixed_equivalent is None and unpowered.answer.settle is None
+    assert unpowered.course.fixed_equivalent is None and unpowered.answer.settle is None
     assert unpowered.decision.cause == "open"  # what a budget would be asked for
     text = FORMATS[fmt]([unpowered])
     assert refused == []

@@ -84,7 +84,7 @@ def test_speedup_panels_are_log_scaled_with_every_bar_and_whisker_inside(name: s
     whisker lies inside the panel, and the whiskers cut at an edge are marked there."""
     (report,) = analyse(load_sessions([RESULTS / name]))
     found = panels(speedup_svg(report))
-    assert [p.get("data-bench") for p in found] == [OVERALL, *report.benchmarks]
+    assert [p.get("data-bench") for p in found] == [OVERALL, *report.measured.benchmarks]
     marked = wide = 0
     for panel in found:
         bench = panel.get("data-bench", "")
@@ -104,7 +104,7 @@ def test_speedup_panels_are_log_scaled_with_every_bar_and_whisker_inside(name: s
             start = float(bar.get("x", "nan"))
             end = start + float(bar.get("width", "nan"))
             assert left - 0.01 <= start and end <= right + 0.01, (bench, start, end, left, right)
-            e = report.estimates[(bar.get("data-config", ""), bench)]
+            e = report.figures.estimates[(bar.get("data-config", ""), bench)]
             tip = end if e.ratio >= 1 else start
             assert tip == pytest.approx(x(e.ratio), abs=0.1)
             wide += e.low < lo or e.high > hi
@@ -128,19 +128,19 @@ def test_samples_boxes_are_the_quartiles_of_the_raw_samples() -> None:
     computes them), read back through the axis's own tick labels, and every sample is a point."""
     (report,) = analyse(load_sessions([REAL]))
     found = panels(samples_svg(report))
-    assert [p.get("data-bench") for p in found] == report.benchmarks
+    assert [p.get("data-bench") for p in found] == report.measured.benchmarks
     for panel in found:
         bench = panel.get("data-bench", "")
         assert "log scale" in title(panel)
         y = on_log_axis(ticks(panel, "y"))
         boxes = shapes(panel, "rect", "box")
-        assert {b.get("data-config") for b in boxes} == {e.config for e in report.ranking}
+        assert {b.get("data-config") for b in boxes} == {e.config for e in report.figures.ranking}
         for box in boxes:
-            samples = report.samples[(box.get("data-config", ""), bench)]
+            samples = report.figures.samples[(box.get("data-config", ""), bench)]
             q1, q3 = np.percentile(samples, [25, 75])
             top, height = float(box.get("y", "nan")), float(box.get("height", "nan"))
             assert top == pytest.approx(y(q3), abs=0.2)
             assert top + height == pytest.approx(y(q1), abs=0.6)
         assert len(shapes(panel, "circle", "sample")) == sum(
-            len(report.samples[(e.config, bench)]) for e in report.ranking
+            len(report.figures.samples[(e.config, bench)]) for e in report.figures.ranking
         )

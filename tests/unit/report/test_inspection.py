@@ -14,6 +14,7 @@ from tfbuild.audit.model import (
     AuditReport,
     CudaListing,
     CudaSummary,
+    CudaTool,
     ExtensionUse,
     Needs,
     ObjectFindings,
@@ -212,7 +213,7 @@ def gpu_wheel() -> AuditReport:
     failed = CudaListing(False, (), (), "cuobjdump failed")
     objects = tuple(findings(f"gpu/k{i}.so", 10, {}, cuda=listing) for i in range(8))
     objects += (findings("gpu/broken.so", 10, {}, cuda=failed),)
-    tool = {"path": "/usr/local/cuda/bin/cuobjdump", "version": "12.4.131", "source": "PATH"}
+    tool = CudaTool("/usr/local/cuda/bin/cuobjdump", "12.4.131", "PATH")
     summary = CudaSummary(9, False, ("sm_80", "sm_90"), ("compute_90",), tool,
                           "not checked: cuobjdump failed on gpu/broken.so")  # fmt: skip
     return report(objects, needs=(), cuda=summary)
@@ -237,7 +238,7 @@ def test_device_code_is_listed_per_group_of_objects_with_the_same_architectures(
 
 def test_checked_device_code_names_its_architectures_and_the_tool_it_came_from() -> None:
     listing = CudaListing(True, (), ("compute_90",), None)
-    tool = {"path": "/cache/cuobjdump", "version": None, "source": "nvidia-cuda-cuobjdump 13.0"}
+    tool = CudaTool("/cache/cuobjdump", None, "nvidia-cuda-cuobjdump 13.0")
     summary = CudaSummary(1, True, (), ("compute_90",), tool, None)
     lines = shown(report((findings("gpu/only.so", 10, {}, cuda=listing),), needs=(), cuda=summary))
     assert "CUDA SASS none; PTX compute_90 (in 1 object)" in lines
