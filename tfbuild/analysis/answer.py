@@ -240,6 +240,33 @@ def where(config: str, per_benchmark: Mapping[str, Estimate]) -> list[str]:
     return lines
 
 
+def _keep_lines(
+    decision: Decision, by_config: Mapping[str, Estimate], baseline: str, said: str
+) -> list[str]:
+    """The answer to keep the baseline, and how close the nearest config came to it."""
+    lines = [
+        f"Keep the baseline {baseline}: no config measured is faster than it by more than the "
+        f"{decision.margin:.1%} margin ({said})."
+    ]
+    bounded = [by_config[c] for c in decision.contenders if c in by_config]
+    if not bounded:
+        return [*lines, "Nothing else measured can be the fastest."]
+    closest = max(bounded, key=lambda e: e.high)
+    lines.append(
+        f"Of the configs that could be the fastest, {closest.config} "
+        f"({_interval(closest)}) reaches highest, at most {closest.high:.3f}x the "
+        "baseline."
+    )
+    ahead = [e for e in bounded if e.low > 1.0]
+    if ahead:
+        lines.append(
+            "Shown faster than the baseline, by less than the margin: "
+            + ", ".join(f"{e.config} ({_interval(e)})" for e in ahead)
+            + "."
+        )
+    return lines
+
+
 def answer(
     decision: Decision,
     ranking: Sequence[Estimate],
@@ -258,27 +285,7 @@ def answer(
     margin, said = decision.margin, f"{sure:.1%} confidence"
     by_config = {e.config: e for e in ranking}
     if decision.kind == "keep":
-        lines = [
-            f"Keep the baseline {baseline}: no config measured is faster than it by more than the "
-            f"{margin:.1%} margin ({said})."
-        ]
-        bounded = [by_config[c] for c in decision.contenders if c in by_config]
-        if bounded:
-            closest = max(bounded, key=lambda e: e.high)
-            lines.append(
-                f"Of the configs that could be the fastest, {closest.config} "
-                f"({_interval(closest)}) reaches highest, at most {closest.high:.3f}x the "
-                "baseline."
-            )
-            ahead = [e for e in bounded if e.low > 1.0]
-            if ahead:
-                lines.append(
-                    "Shown faster than the baseline, by less than the margin: "
-                    + ", ".join(f"{e.config} ({_interval(e)})" for e in ahead)
-                    + "."
-                )
-        else:
-            lines.append("Nothing else measured can be the fastest.")
+        lines = _keep_lines(decision, by_config, baseline, said)
         return Answer(True, "keep", tuple(lines), "", None, margin, sure)
     if decision.kind == "use" and decision.config is not None:
         chosen = by_config[decision.config]

@@ -156,6 +156,36 @@ def gate(
         notes += [f"no old results from {key}: nothing to compare" for key in new_by
                   if key not in old_by and unlike is None and nothing is None]  # fmt: skip
         notes += [f"no new results from {key}" for key in old_by if key not in new_by]
+    keys, tests, missing = _tested(pairs, notes)
+    adjusted = stats.holm([t.p for t in tests])
+    changes = []
+    for (host, config, bench), test, p in zip(keys, tests, adjusted, strict=True):
+        ratio = math.exp(test.difference)
+        changes.append(
+            Change(
+                host,
+                config,
+                bench,
+                ratio,
+                math.exp(test.low),
+                math.exp(test.high),
+                p,
+                regression=p < ALPHA and ratio < 1 - fail_above,
+            )
+        )
+    strangers = None
+    if not pairs and old and not allow_different_hosts:
+        strangers = (tuple(_by_host(new)), tuple(_by_host(old)))
+    elif old and not keys and not missing and unlike is None:
+        nothing = "the new and the old results share no config and benchmark"
+    return Gate(changes, missing, notes, strangers, unlike, nothing, suite_change)
+
+
+def _tested(
+    pairs: Sequence[tuple[str, list[Session], list[Session]]], notes: list[str]
+) -> tuple[list[tuple[str, str, str]], list[stats.TwoSampleTest], list[Missing]]:
+    """For each machine class's new and old sessions: every (config, benchmark) the old ones
+    measured, tested against the new ones (Welch, on log throughput), or missing from them."""
     keys: list[tuple[str, str, str]] = []
     tests = []
     missing: list[Missing] = []
@@ -180,28 +210,7 @@ def gate(
                 b = [math.log(v) for v in old_table[(config, bench)].values()]
                 keys.append((host, config, bench))
                 tests.append(stats.welch_test(a, b))
-    adjusted = stats.holm([t.p for t in tests])
-    changes = []
-    for (host, config, bench), test, p in zip(keys, tests, adjusted, strict=True):
-        ratio = math.exp(test.difference)
-        changes.append(
-            Change(
-                host,
-                config,
-                bench,
-                ratio,
-                math.exp(test.low),
-                math.exp(test.high),
-                p,
-                regression=p < ALPHA and ratio < 1 - fail_above,
-            )
-        )
-    strangers = None
-    if not pairs and old and not allow_different_hosts:
-        strangers = (tuple(_by_host(new)), tuple(_by_host(old)))
-    elif old and not keys and not missing and unlike is None:
-        nothing = "the new and the old results share no config and benchmark"
-    return Gate(changes, missing, notes, strangers, unlike, nothing, suite_change)
+    return keys, tests, missing
 
 
 def _same_suite_and_start(

@@ -61,7 +61,7 @@ from tfbuild.analysis.estimates import (
 )
 from tfbuild.analysis.forms import form_figures, with_accuracy_cost
 from tfbuild.analysis.gaps import failures_of, flagged, gaps_of
-from tfbuild.analysis.looks import decisions, look_decision, rest_estimates, take_look
+from tfbuild.analysis.looks import look_decision, outs_and_rests, rest_estimates, take_look
 from tfbuild.analysis.margins import aa_warnings, margins_of
 from tfbuild.analysis.power import (
     MOST_ROUNDS,
@@ -196,7 +196,7 @@ def _replay(
         at_look = replace(setup, timeline=timeline, at=rested_at(recorded[:k]))
         replayed = take_look(at_look, logs, look.active, look.round)
         claims += replayed.out
-        out, resting = decisions(at_look, replayed, look.active)
+        out, resting = outs_and_rests(at_look, replayed, look.active)
         mine = sorted(e.config for e in look.eliminated)
         again = sorted(c.config for c in out)
         if mine != again:
@@ -392,7 +392,7 @@ def _measured(basis: _Basis) -> Measured:
         benchmarks=list(setup.benchmarks),
         units=dict(first.suite.units),
         rounds=basis.rounds,
-        processes=sum(len(s.results.runs) for s in sessions),
+        runs=sum(len(s.results.runs) for s in sessions),
         benchmark_s=_benchmark_seconds(sessions),
         workload=first.suite.workload.describe() if first.suite.workload else None,
         forked=first.suite.processes == "forked",
@@ -542,7 +542,7 @@ def _answered(
         n = fixed_decided(setup, logs, candidates, margin)
         return None if n is None else (n, n * _per_round(setup))
 
-    processes, benchmark_s = measured.processes, measured.benchmark_s
+    processes, benchmark_s = measured.runs, measured.benchmark_s
     seconds = benchmark_s / processes if benchmark_s and processes else None
     chosen = {b: e for (c, b), e in judged.per_benchmark.items() if c == decision.config}
     said = answer(

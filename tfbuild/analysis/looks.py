@@ -179,7 +179,7 @@ class SequentialLooks:
         frozen = rest_estimates(results.looks)
         setup = make_setup(results, compared(results), self.rounds, design, aa, timeline, rested)
         look = take_look(setup, self.rounds, active, round_)
-        out, resting = decisions(setup, look, active)
+        out, resting = outs_and_rests(setup, look, active)
         gone = {c.config for c in out}
         lead = [c for c in look.leading if c not in (baseline, *gone, *resting)]
         width = max([look.resolution, *(e.half_width for e in frozen.values())])
@@ -254,7 +254,9 @@ def rest_estimates(looks: Sequence[model.Look] | None) -> dict[str, model.LookEs
     return {c: look.estimates[c] for look in looks or () for c in look.rested}
 
 
-def decisions(setup: Setup, look: Findings, active: Sequence[str]) -> tuple[list[Out], list[str]]:
+def outs_and_rests(
+    setup: Setup, look: Findings, active: Sequence[str]
+) -> tuple[list[Out], list[str]]:
     """What a sequential session does at a look of the configs in `active`: the configs it puts
     out (each with the strongest claim about it), and the leading configs that rest (rules 4):
     those whose interval against the baseline is within the target while another leading

@@ -30,8 +30,9 @@ class Measured:
     benchmarks: list[str]
     units: dict[str, str]
     rounds: int
-    processes: int
-    """Benchmark processes the sessions ran (their runs)."""
+    runs: int
+    """Benchmark processes the sessions ran, each a run of one config in one round (how a
+    process starts is the sessions' --processes: `forked`)."""
     benchmark_s: float | None
     """Seconds the sessions spent benchmarking (installs not counted), when all recorded it."""
     workload: str | None = None

@@ -25,6 +25,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from tfbuild import stats
 from tfbuild.analysis.answer import confidence
@@ -85,7 +86,8 @@ def _ahead(by: float, icc: float = 0.0, **truth: object) -> Truth:
     return Truth({"c01:default": by}, zygote=icc, **truth)  # type: ignore[arg-type]
 
 
-def _catalogue() -> tuple[Scenario, ...]:
+def _equal() -> list[Scenario]:
+    """Every config equally fast: how often a session says one is faster (it never should)."""
     found: list[Scenario] = []
     for k in (2, 6, 16):
         found.append(
@@ -103,6 +105,12 @@ def _catalogue() -> tuple[Scenario, ...]:
                     kind="null",
                 )
             )
+    return found
+
+
+def _at_the_margin() -> list[Scenario]:
+    """One config ahead by the margin, or just beyond it: where the answer is hardest."""
+    found: list[Scenario] = []
     for k in (2, 6, 16):
         found.append(
             Scenario(
@@ -142,6 +150,12 @@ def _catalogue() -> tuple[Scenario, ...]:
                 kind="edge",
             )
         )
+    return found
+
+
+def _twice() -> list[Scenario]:
+    """One config ahead by twice the margin: an answer a session should find."""
+    found: list[Scenario] = []
     for k in (2, 6, 16):
         found.append(
             Scenario(
@@ -163,7 +177,12 @@ def _catalogue() -> tuple[Scenario, ...]:
                 kind="clear",
             )
         )
-    found += [
+    return found
+
+
+def _more() -> list[Scenario]:
+    """Noise, zygotes, process paths, rivals and fixed designs that can mislead a session."""
+    return [
         Scenario("null-6-noisy", "six equally fast, a process spread of about 8 %", 6,
                  Truth({}, scale=1.6), kind="null"),
         Scenario("twice-6-noisy", "twice the margin ahead, a process spread of about 8 %", 6,
@@ -196,7 +215,10 @@ def _catalogue() -> tuple[Scenario, ...]:
         Scenario("fixed-10", "twice the margin ahead, --rounds 10", 6, _ahead(1.10),
                  Design(kind="fixed", rounds=10)),
     ]  # fmt: skip
-    return tuple(found)
+
+
+def _catalogue() -> tuple[Scenario, ...]:
+    return (*_equal(), *_at_the_margin(), *_twice(), *_more())
 
 
 SCENARIOS: tuple[Scenario, ...] = _catalogue()
@@ -390,6 +412,65 @@ def document(tallies: Sequence[Tally], sessions: int, first_seed: int) -> dict[s
         "budget": {"per_config_s": DEFAULT_BUDGET.seconds, "at_least_s": DEFAULT_BUDGET.at_least},
         "scenarios": [t.to_json() for t in tallies],
     }
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One scenario of a run as the run recorded it: its sessions' answers, right, wrong or
+    inconclusive, with their one-sided bounds, the processes of those that answered, the
+    sessions with a wrong per-benchmark verdict and the targets it missed."""
+
+    scenario: str
+    about: str
+    sessions: int
+    right: int
+    wrong: int
+    inconclusive: int
+    right_lower: float
+    wrong_upper: float
+    inconclusive_upper: float
+    median_decided: float | None
+    benchmark_wrong: int
+    misses: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Scored:
+        return cls(
+            str(data["scenario"]), str(data["about"]), int(data["sessions"]), int(data["right"]),
+            int(data["wrong"]), int(data["inconclusive"]), float(data["right_lower"]),
+            float(data["wrong_upper"]), float(data["inconclusive_upper"]),
+            data.get("median_decided"), int(data["benchmark_wrong"]),
+            tuple(str(m) for m in data["misses"]),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ScenarioRun:
+    """A run of the scenarios (document()) as it is read back: the rules, margin and
+    confidence it answered at, its targets, sessions per scenario, the time of a process and
+    the budget it was given, and each scenario scored."""
+
+    rules: int
+    margin: float
+    confidence: float
+    wrong_target: float
+    wrong_bound_target: float
+    right_target: float
+    sessions: int
+    process_s: float
+    budget_per_config_s: float
+    budget_at_least_s: float
+    scored: tuple[Scored, ...]
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ScenarioRun:
+        targets, budget = doc["targets"], doc["budget"]
+        return cls(
+            int(doc["rules"]), float(doc["margin"]), float(doc["confidence"]),
+            float(targets["wrong"]), float(targets["wrong_bound"]), float(targets["right"]),
+            int(doc["sessions"]), float(doc["process_s"]), float(budget["per_config_s"]),
+            float(budget["at_least_s"]), tuple(Scored.from_json(t) for t in doc["scenarios"]),
+        )  # fmt: skip
 
 
 def with_truth(scenario: Scenario, **changes: object) -> Scenario:

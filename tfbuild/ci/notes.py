@@ -55,9 +55,9 @@ def summary(matrix: Matrix, s: Settings) -> list[str]:
     """What the generated workflow runs where, and what it leaves out: for `ci github`'s own
     output."""
     fanout = ci_fanout(matrix, s.bench_hosts)
-    builds = ", ".join(f"{b['variant']} (for {b['for']})" for b in fanout["build"]["include"])
+    builds = ", ".join(f"{b.variant} (for {b.runner})" for b in fanout.builds)
     scheduled = build_runner(matrix, s) is not None
-    jobs = len(fanout["build"]["include"])
+    jobs = len(fanout.builds)
     lines = build_where(matrix, s, jobs, "" if scheduled else f" ({builds})")
     if jobs and scheduled:
         lines[0] += f": {builds}"
@@ -65,7 +65,7 @@ def summary(matrix: Matrix, s: Settings) -> list[str]:
     if s.workload is not None:
         forms = ", ".join(matrix.forms)
         lines.append(f"bench measures {s.workload} (not the fixed suite), in the forms {forms}")
-    lines += [f"not built: {name}: {why}" for name, why in fanout["left_out"].items()]
+    lines += [f"not built: {name}: {why}" for name, why in fanout.left_out.items()]
     return lines
 
 

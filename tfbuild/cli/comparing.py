@@ -427,7 +427,13 @@ def scenarios(
     against the truth at the margin it names. Nothing is installed or run."""
     import os
 
-    from tfbuild.analysis.scenarios import SCENARIOS, SCHEMA, document, run_scenarios
+    from tfbuild.analysis.scenarios import (
+        SCENARIOS,
+        SCHEMA,
+        ScenarioRun,
+        document,
+        run_scenarios,
+    )
     from tfbuild.files import atomic_write_text
     from tfbuild.report.scenarios import scenarios_markdown, scenarios_text
 
@@ -452,9 +458,9 @@ def scenarios(
     if fmt == "json":
         text = json.dumps(doc, indent=2) + "\n"
     elif fmt == "markdown":
-        text = scenarios_markdown(doc)
+        text = scenarios_markdown(ScenarioRun.from_json(doc))
     else:
-        text = scenarios_text(doc)
+        text = scenarios_text(ScenarioRun.from_json(doc))
     if output is not None:
         atomic_write_text(output, text)
         click.echo(f"wrote {output}", err=True)

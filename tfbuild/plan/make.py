@@ -171,21 +171,56 @@ class Plan:
                 }
                 for c in self.configs
             ],
-            "ci": ci_fanout(self.matrix),
+            "ci": ci_fanout(self.matrix).to_json(),
         }
 
 
 NO_GPU = GpuInfo(None)
 
 
-def ci_fanout(matrix: Matrix, bench_hosts: Mapping[str, str] | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class BuildJob:
+    """One build job of the nightly: a source variant, built for any runner or for one bench
+    runner's CPU (a `march: host` variant), from that runner's saved profile."""
+
+    variant: str
+    runner: str
+    """"any", or the bench runner's label."""
+    profile: str
+    """The bench runner's saved profile (a path in the repository); empty for "any"."""
+
+
+@dataclass(frozen=True)
+class Fanout:
+    """The nightly's build jobs, the `march: host` variants, the bench runners' saved profiles
+    and the source variants it builds for nobody, each with why."""
+
+    builds: tuple[BuildJob, ...]
+    host_tuned: tuple[str, ...]
+    bench_hosts: Mapping[str, str]
+    left_out: Mapping[str, str]
+
+    def include(self) -> list[dict[str, str]]:
+        """The build jobs as the workflow's matrix lists them."""
+        return [{"variant": b.variant, "for": b.runner, "host": b.profile} for b in self.builds]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "build": {"include": self.include()},
+            "host_tuned": list(self.host_tuned),
+            "bench_hosts": dict(self.bench_hosts),
+            "left_out": dict(self.left_out),
+        }
+
+
+def ci_fanout(matrix: Matrix, bench_hosts: Mapping[str, str] | None = None) -> Fanout:
     """The CI build fan-out: one job per source variant, built whatever CPU the build runner
     has; a `march: host` variant is built once for each bench runner with a saved profile
     (`bench_hosts`: runner label -> `tfbuild detect --format json` file), for that runner's CPU, and
     the runners without one skip it. A CUDA variant is built only when a bench runner's saved
     profile has a GPU: nothing else could measure it (`left_out` says so)."""
     hosts = dict(bench_hosts or {})
-    include: list[dict[str, str]] = []
+    builds: list[BuildJob] = []
     tuned = []
     left_out: dict[str, str] = {}
     gpus = {r: load_profile(Path(path)).gpus or NO_GPU for r, path in hosts.items()}
@@ -200,16 +235,11 @@ def ci_fanout(matrix: Matrix, bench_hosts: Mapping[str, str] | None = None) -> d
             )
             continue
         if v.march != "host":
-            include.append({"variant": v.name, "for": "any", "host": ""})
+            builds.append(BuildJob(v.name, "any", ""))
             continue
         tuned.append(v.name)
-        include += [{"variant": v.name, "for": r, "host": path} for r, path in hosts.items()]
-    return {
-        "build": {"include": include},
-        "host_tuned": tuned,
-        "bench_hosts": hosts,
-        "left_out": left_out,
-    }
+        builds += [BuildJob(v.name, r, path) for r, path in hosts.items()]
+    return Fanout(tuple(builds), tuple(tuned), hosts, left_out)
 
 
 # --------------------------------------------------------------------------------------------

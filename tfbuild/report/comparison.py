@@ -148,7 +148,7 @@ def header_lines(r: HostReport) -> list[str]:
 
 def _fixed_line(r: HostReport, rounds: int, processes: int) -> str:
     """What a fixed design would have needed for the leading tier this session resolved."""
-    ran = r.measured.processes
+    ran = r.measured.runs
     change = 1 - ran / processes
     spent, fixed = "", ""
     if r.measured.benchmark_s is not None and ran:

@@ -72,7 +72,7 @@ def compare_json(reports: Sequence[HostReport], verdict: Gate | None = None) -> 
                 "zygotes": _zygotes_json(r),
                 "resolution": _finite(r.figures.resolution),
                 "fixed_equivalent": r.course.fixed_equivalent,
-                "processes": r.measured.processes,
+                "processes": r.measured.runs,
                 "benchmark_s": r.measured.benchmark_s,
                 "throughput": {
                     c: {

@@ -224,7 +224,7 @@ def test_a_real_session_resolved_to_its_target() -> None:
     for config, round_ in eliminated.items():
         assert sum(r.config == config for r in runs) == round_
     assert report.course.fixed_equivalent is not None
-    assert report.measured.processes == len(runs) <= 0.6 * report.course.fixed_equivalent[1]
+    assert report.measured.runs == len(runs) <= 0.6 * report.course.fixed_equivalent[1]
     choice = report.choice
     assert choice is not None and choice.config in report.figures.tiers[0]
     chosen = report.figures.estimates[(choice.config, "overall")]
@@ -256,7 +256,7 @@ def test_the_real_default_matrix_session() -> None:
     for config, round_ in eliminated.items():
         assert sum(r.config == config for r in runs) == round_
     assert report.course.fixed_equivalent is not None
-    assert report.measured.processes == len(runs) < report.course.fixed_equivalent[1]
+    assert report.measured.runs == len(runs) < report.course.fixed_equivalent[1]
     assert report.measured.baseline in report.figures.tiers[1]
     assert all(e.verdict != "faster" for e in report.figures.ranking)
     # a config may be faster than the baseline, but none is known to be within the margin of

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfbuild.analysis.scenarios import ScenarioRun
 from tfbuild.report.scenarios import HEAD, scenarios_markdown, scenarios_text, summary_line
 
 NULL = {
@@ -25,19 +26,22 @@ LEAD = {
 }  # fmt: skip
 
 
-def document(*scenarios: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "schema": "tfbuild.scenarios/3",
-        "rules": 6,
-        "margin": 0.05,
-        "confidence": 0.975,
-        "targets": {"wrong": 0.025, "wrong_bound": 0.035, "right": 0.9},
-        "sessions": 200,
-        "first_seed": 0,
-        "process_s": 5.6,
-        "budget": {"per_config_s": 150.0, "at_least_s": 1200.0},
-        "scenarios": list(scenarios),
-    }
+def document(*scenarios: dict[str, Any]) -> ScenarioRun:
+    """A run of these scenarios, read back as `tfbuild scenarios --from` reads one."""
+    return ScenarioRun.from_json(
+        {
+            "schema": "tfbuild.scenarios/3",
+            "rules": 6,
+            "margin": 0.05,
+            "confidence": 0.975,
+            "targets": {"wrong": 0.025, "wrong_bound": 0.035, "right": 0.9},
+            "sessions": 200,
+            "first_seed": 0,
+            "process_s": 5.6,
+            "budget": {"per_config_s": 150.0, "at_least_s": 1200.0},
+            "scenarios": list(scenarios),
+        }
+    )
 
 
 def test_the_summary_names_the_worst_scenario_and_those_that_miss() -> None:
