@@ -97,6 +97,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=order)
 
 
+@pytest.fixture(autouse=True)
+def _environment_kept() -> Iterator[None]:
+    """Each test leaves the process environment as it found it: a command run in-process may
+    set a variable for the processes it starts (--keep-containers sets
+    TFBUILD_KEEP_CONTAINERS), which would otherwise change every later test of this worker."""
+    before = dict(os.environ)
+    yield
+    if os.environ != before:
+        os.environ.clear()
+        os.environ.update(before)
+
+
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[None]:
     from tfbuild.engine import docker_status
