@@ -59,7 +59,7 @@ from tfbuild.analysis.estimates import (
     widened,
     widening,
 )
-from tfbuild.analysis.forms import form_figures, with_accuracy_cost
+from tfbuild.analysis.forms import FormFigures, form_figures, with_accuracy_cost
 from tfbuild.analysis.gaps import failures_of, flagged, gaps_of
 from tfbuild.analysis.looks import look_decision, outs_and_rests, rest_estimates, take_look
 from tfbuild.analysis.margins import aa_warnings, margins_of
@@ -316,7 +316,10 @@ def analyse_host(
     ranked = _ranked(basis, judged)
     fixed = _fixed(basis, ranked, power)
     problems = _problems(basis, measured, [*judged.warnings, *ranked.warnings])
-    decision, said, choice, replay = _answered(basis, measured, judged, ranked, problems, power)
+    forms = form_figures(sessions)
+    decision, said, choice, replay = _answered(
+        basis, measured, judged, ranked, problems, forms, power
+    )
     setup, logs = basis.setup, basis.logs
     return HostReport(
         measured=measured,
@@ -351,7 +354,7 @@ def analyse_host(
         decision=decision,
         answer=said,
         choice=choice,
-        forms=form_figures(sessions),
+        forms=forms,
         zygotes=_zygotes(setup, logs, judged.overall),
     )
 
@@ -505,6 +508,7 @@ def _answered(
     judged: _Judged,
     ranked: _Ranked,
     problems: Problems,
+    forms: tuple[FormFigures, ...],
     power: bool,
 ) -> tuple[Decision, Answer, Choice | None, list[str]]:
     """The answer: the last look's, as the session would take it there (a sequential one that
@@ -555,7 +559,7 @@ def _answered(
         confidence(setup.split),
         chosen,
     )
-    said = with_accuracy_cost(said, decision.config, measured.configs, form_figures(basis.sessions))
+    said = with_accuracy_cost(said, decision.config, measured.configs, forms)
     choice = None
     if ranked.has_baseline:
         lead = ranked.tiers[0] if ranked.tiers else []

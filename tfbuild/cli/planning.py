@@ -285,9 +285,9 @@ def source_builds(
     if not build:
         said = left_out_message(missing, plan, store)
         if alone:
-            lacking = f"the baseline {baseline}" if baseline in names else (
-                "every config that runs here"
-            )  # fmt: skip
+            lacking = (
+                f"the baseline {baseline}" if baseline in names else "every config that runs here"
+            )
             raise NotBuiltError(f"Nothing to rank: {lacking} needs a build. {said}")
     else:
         said = no_engine_message(names, engine_status)
