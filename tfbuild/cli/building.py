@@ -15,6 +15,7 @@ from tfbuild.cli.app import cli
 from tfbuild.cli.options import (
     QUIET_OPTION,
     TENSORFLOW_OPTION,
+    Layered,
     debug_option,
     json_option,
     matrix_option,
@@ -77,10 +78,12 @@ class BuildSettings:
 @click.option("--force", is_flag=True, help="Rebuild even when the content key is unchanged.")
 @click.option(
     "--tf-source",
-    envvar=TF_SOURCE_ENV,
+    cls=Layered,
+    variable=TF_SOURCE_ENV,
     type=click.Path(path_type=Path, file_okay=False, exists=True),
     callback=lambda _ctx, _param, value: printable_path(value),
-    help="Build this local TensorFlow tree (copied in) instead of cloning the tag.",
+    help=f"Build this local TensorFlow tree (copied in) instead of cloning the tag. Also set by "
+    f"{TF_SOURCE_ENV}.",
 )
 @click.option(
     "--jobs",
@@ -91,9 +94,9 @@ class BuildSettings:
 )
 @click.option(
     "--bazel-cache",
-    envvar=BAZEL_CACHE_ENV,
     metavar="VOLUME_OR_PATH",
-    help="Override defaults.bazel.cache: a Docker volume name or an absolute path.",
+    help=f"Override defaults.bazel.cache: a Docker volume name or an absolute path. Also set by "
+    f"{BAZEL_CACHE_ENV}.",
 )
 @TENSORFLOW_OPTION
 @click.option(

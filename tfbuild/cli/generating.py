@@ -15,6 +15,7 @@ from tfbuild.cli.options import F, debug_option, json_option, matrix_option
 from tfbuild.cli.planning import machine, read_matrix, with_forms
 from tfbuild.cli.values import parse_fraction, results_paths
 from tfbuild.config.model import Matrix
+from tfbuild.config.settings import STORE_DEFAULT
 from tfbuild.errors import BadWheel, StaleOutput, UsageError
 
 
@@ -23,7 +24,7 @@ from tfbuild.errors import BadWheel, StaleOutput, UsageError
     "store_path",
     metavar="[STORE]",
     required=False,
-    default="wheels",
+    default=STORE_DEFAULT,
     type=click.Path(path_type=Path, file_okay=False),
 )
 @json_option("the index's place, each wheel indexed and each file left out")

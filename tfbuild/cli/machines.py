@@ -13,16 +13,17 @@ import click
 
 from tfbuild.cli.app import cli
 from tfbuild.cli.options import (
+    command_cascade,
     debug_option,
     host_option,
     json_option,
     matrix_option,
     selection_options,
 )
-from tfbuild.cli.planning import machine, matrix_setting, plan_here, read_matrix
+from tfbuild.cli.planning import machine, plan_here, read_matrix
 from tfbuild.cli.values import Selection, console
 from tfbuild.config.model import Matrix
-from tfbuild.config.settings import Setting, matrix_settings, session_settings
+from tfbuild.config.settings import Cascade, Setting, session_settings
 from tfbuild.errors import UsageError
 
 
@@ -171,7 +172,7 @@ def matrix_cmd(
     document = plan.to_json()
     if settings.latest:
         document["latest"] = _latest(matrix)
-    explained = _explained(settings, matrix) if settings.explain else []
+    explained = _explained(settings, command_cascade()) if settings.explain else []
     if settings.as_json:
         if explained:
             document["settings"] = [dataclasses.asdict(s) for s in explained]
@@ -191,19 +192,17 @@ def matrix_cmd(
             click.echo(f"{name}: the unpinned requirement resolves to {version} today")
 
 
-def _explained(settings: MatrixSettings, matrix: Matrix) -> list[Setting]:
-    """Every setting `tfbuild matrix` and the commands after it use, with its source."""
+def _explained(settings: MatrixSettings, resolved: Cascade) -> list[Setting]:
+    """Every setting `tfbuild matrix` and the commands after it use, with its source: the
+    matrix and its defaults as this command resolved them, and the settings of the commands
+    that fetch, build and measure as the environment leaves them."""
     host = (
         Setting("machine", str(settings.host), "option", "--host")
         if settings.host is not None
         else Setting("machine", "this machine", "default", "detected")
     )
-    return [
-        matrix_setting(settings.matrix),
-        host,
-        *matrix_settings(matrix, os.environ),
-        *session_settings(os.environ),
-    ]
+    read = [s for s in resolved.settings if s.name == "matrix" or s.name.startswith("defaults.")]
+    return [*read[:1], host, *read[1:], *session_settings(os.environ)]
 
 
 def _latest(matrix: Matrix) -> dict[str, Any]:

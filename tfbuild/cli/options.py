@@ -4,13 +4,23 @@ them set when parsed); what their values mean is tfbuild.cli.values."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from tfbuild.config.settings import CACHE_ENV, RESULTS_ENV, STORE_ENV, Setting, shown
+from tfbuild.config.settings import (
+    CACHE_ENV,
+    PROCESSES_ENV,
+    RESULTS_DEFAULT,
+    RESULTS_ENV,
+    STORE_DEFAULT,
+    STORE_ENV,
+    Cascade,
+    Setting,
+    user_cache,
+)
 from tfbuild.engine import KEEP_ENV
 from tfbuild.results.model import DEFAULT_PROCESSES, PROCESS_PATHS
 from tfbuild.runtime.forked import CHILDREN
@@ -28,47 +38,110 @@ def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     Flags.debug = Flags.debug or value
 
 
-def given_settings(ctx: click.Context) -> list[Setting]:
-    """A command's options as it received them, each with the layer that set it: the command
-    line, the environment (its variable named) or the default."""
+class Layered(click.Option):
+    """An option a variable of the environment may set too (`variable`; `fallback` computes
+    the default from the environment when the option has none). Click reads the command line
+    and the default only: the variable is read by the command's Cascade, which resolves the
+    value and records where it came from in one step."""
+
+    def __init__(
+        self,
+        *args: Any,
+        variable: str,
+        fallback: Callable[[Mapping[str, str]], object] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.variable = variable
+        self.fallback = fallback
+
+
+CASCADE = "tfbuild.cascade"
+"""Where a command's Cascade is kept, in its click context's meta."""
+
+
+def flag_of(param: click.Parameter) -> str:
+    """How a person names a parameter: an option's long flag, an argument's metavar."""
+    if isinstance(param, click.Option):
+        return max(param.opts, key=len)
+    return param.human_readable_name
+
+
+def resolve_options(ctx: click.Context) -> Cascade:
+    """A command's options resolved through its Cascade (the command line, else an option's
+    variable, else its default), each put back in the context as resolved; with --debug, each
+    said on stderr with where it came from."""
     from click.core import ParameterSource
 
-    found = []
+    resolved = Cascade(os.environ, said=say_setting if Flags.debug else None)
     for param in ctx.command.params:
-        if not param.expose_value or param.name is None or param.name not in ctx.params:
+        name = param.name
+        if not param.expose_value or name is None or name not in ctx.params:
             continue
-        source = ctx.get_parameter_source(param.name)
-        name = max(param.opts, key=len) if isinstance(param, click.Option) else (
-            param.human_readable_name
-        )  # fmt: skip
-        value = shown(ctx.params[param.name])
-        if source is ParameterSource.COMMANDLINE:
-            found.append(Setting(name, value, "option", name))
-        elif source is ParameterSource.ENVIRONMENT:
-            found.append(Setting(name, value, "environment", str(param.envvar)))
-        else:
-            found.append(Setting(name, value, "default", "built in"))
-    return found
+        given = ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+        ctx.params[name] = _resolved(resolved, ctx, param, ctx.params[name], given)
+    ctx.meta[CASCADE] = resolved
+    return resolved
 
 
-def debug_settings(settings: Iterable[Setting]) -> None:
-    """With --debug, each setting and where it came from, on stderr."""
-    if Flags.debug:
-        for s in settings:
-            click.echo(f"tfbuild: debug: {s.name} = {s.value}  [{s.source}]", err=True)
+def _resolved(
+    resolved: Cascade, ctx: click.Context, param: click.Parameter, value: object, given: bool
+) -> object:
+    flag = flag_of(param)
+    option = (flag, value) if given else None
+    if not isinstance(param, Layered):
+        return resolved.take(flag, value, option=option)
+    default = value
+    if default is None and param.fallback is not None:
+        default = param.fallback(os.environ)
+
+    def read(text: str) -> object:
+        try:
+            return param.process_value(ctx, text)
+        except click.BadParameter as exc:
+            said = f"{exc.message} (set by {param.variable})"
+            raise click.BadParameter(said, ctx, param) from exc
+
+    return resolved.take(flag, default, variable=param.variable, read=read, option=option)
+
+
+def command_cascade() -> Cascade:
+    """The running command's Cascade, where settings it resolves later (its matrix's) go; a
+    new one, with no command line, outside a command."""
+    ctx = click.get_current_context(silent=True)
+    found = ctx.meta.get(CASCADE) if ctx is not None else None
+    if isinstance(found, Cascade):
+        return found
+    return Cascade(os.environ, said=say_setting if Flags.debug else None)
+
+
+def say_setting(setting: Setting) -> None:
+    """One setting and where it came from, on stderr (--debug)."""
+    click.echo(f"tfbuild: debug: {setting.name} = {setting.value}  [{setting.source}]", err=True)
+
+
+R = TypeVar("R")
+
+
+def options_record(record: type[R], params: Mapping[str, Any]) -> R:
+    """A command's resolved options as the frozen record `record`, whose fields are named as
+    the options are: an option the record has no field for is a TypeError (the record and the
+    command's options disagree), a field the command has no option for keeps its default."""
+    made: Callable[..., R] = record
+    return made(**params)
 
 
 class Command(click.Command):
-    """A tfbuild command: with --debug, it first says on stderr what each of its options is and
-    where that came from (and the matrix's settings, when it reads one); --color, as on the
-    group, after the command's name too."""
+    """A tfbuild command: its options are resolved by a Cascade before it runs (with --debug,
+    each said on stderr with where it came from, and the matrix's settings after them when it
+    reads one); --color, as on the group, after the command's name too."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.params.append(click.Option(["--color"], **_COLOR))
 
     def invoke(self, ctx: click.Context) -> Any:
-        debug_settings(given_settings(ctx))
+        resolve_options(ctx)
         return super().invoke(ctx)
 
 
@@ -178,20 +251,25 @@ def store_option(f: F) -> F:
     return click.option(
         "--store",
         "store_path",
+        cls=Layered,
+        variable=STORE_ENV,
         type=click.Path(path_type=Path, file_okay=False),
-        default="wheels",
-        envvar=STORE_ENV,
+        default=STORE_DEFAULT,
         show_default=True,
-        help="Wheel store: one folder per variant id with the wheel and its manifest.",
+        help=f"Wheel store: one folder per variant id with the wheel and its manifest. Also set "
+        f"by {STORE_ENV}.",
     )(f)
 
 
 def cache_option(f: F) -> F:
     return click.option(
         "--cache-dir",
+        cls=Layered,
+        variable=CACHE_ENV,
+        fallback=lambda environment: Path(user_cache(environment)),
         type=click.Path(path_type=Path, file_okay=False),
-        envvar=CACHE_ENV,
-        help="Cache for runtimes and audits (default: ~/.cache/tfbuild).",
+        help=f"Cache for runtimes and audits (default: ~/.cache/tfbuild, or under "
+        f"XDG_CACHE_HOME). Also set by {CACHE_ENV}.",
     )(f)
 
 
@@ -208,14 +286,15 @@ RUNTIME_OPTION = click.option(
 )
 PROCESSES_OPTION = click.option(
     "--processes",
+    cls=Layered,
+    variable=PROCESSES_ENV,
     type=click.Choice(PROCESS_PATHS),
     default=DEFAULT_PROCESSES,
     show_default=True,
-    envvar="TFBUILD_PROCESSES",
     help="How each benchmark process starts. forked: from a zygote of its config, a process "
     f"that has imported TensorFlow (each serves {CHILDREN}), half the seconds a process; "
     "fresh: a new interpreter each, as independent as processes get (docs/reference.md). "
-    "Sessions of the two are never ranked together.",
+    f"Sessions of the two are never ranked together. Also set by {PROCESSES_ENV}.",
 )
 QUIET_OPTION = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 TENSORFLOW_OPTION = click.option(
@@ -277,11 +356,12 @@ def results_option(help_text: str) -> Callable[[F], F]:
     return click.option(
         "--results",
         "results_dir",
+        cls=Layered,
+        variable=RESULTS_ENV,
         type=click.Path(path_type=Path, file_okay=False),
-        default="results",
-        envvar=RESULTS_ENV,
+        default=RESULTS_DEFAULT,
         show_default=True,
-        help=help_text,
+        help=f"{help_text} Also set by {RESULTS_ENV}.",
     )
 
 
@@ -291,46 +371,52 @@ WEIGHT_HELP = (
 )
 
 
+SUITE_OPTIONS = (
+    click.option(
+        "--quick",
+        is_flag=True,
+        help="The suite's quick preset: a small budget and a coarse target (10 min, a minute "
+        "per config beyond ten; ±10 %).",
+    ),
+    click.option(
+        "--budget",
+        metavar="DURATION",
+        help="Time for benchmarking (installs not counted): stop starting rounds when the "
+        "next would end after it. In all (30m, 1h30m, 900s) or per config run, the A/A "
+        "control included ('2m30s per config, at least 20m', the default).",
+    ),
+    click.option(
+        "--resolve",
+        metavar="PERCENT",
+        help="The indifference margin (5%): a config within it of the fastest counts as the "
+        "fastest; the session stops once the answer is known at it.",
+    ),
+    click.option(
+        "--min-rounds",
+        type=click.IntRange(2, 1000),
+        help="Rounds every config runs before any is stopped early.",
+    ),
+    click.option(
+        "--rounds",
+        type=click.IntRange(1, 1000),
+        help="A fixed design instead: every config runs exactly this many rounds.",
+    ),
+    click.option(
+        "--weight",
+        "weights",
+        multiple=True,
+        metavar="BENCHMARK=W",
+        help=WEIGHT_HELP + " The session stops on the weighted answer and records the "
+        "weights; compare and replay use them.",
+    ),
+)
+"""How big a session is, and when it stops (bench, run)."""
+
+
 def session_options(f: F) -> F:
     """Options shared by `bench` and `run`: suite size, order, pinning, runtime, outputs."""
     decorators = [
-        click.option(
-            "--quick",
-            is_flag=True,
-            help="The suite's quick preset: a small budget and a coarse target (10 min, a minute "
-            "per config beyond ten; ±10 %).",
-        ),
-        click.option(
-            "--budget",
-            metavar="DURATION",
-            help="Time for benchmarking (installs not counted): stop starting rounds when the "
-            "next would end after it. In all (30m, 1h30m, 900s) or per config run, the A/A "
-            "control included ('2m30s per config, at least 20m', the default).",
-        ),
-        click.option(
-            "--resolve",
-            metavar="PERCENT",
-            help="The indifference margin (5%): a config within it of the fastest counts as the "
-            "fastest; the session stops once the answer is known at it.",
-        ),
-        click.option(
-            "--min-rounds",
-            type=click.IntRange(2, 1000),
-            help="Rounds every config runs before any is stopped early.",
-        ),
-        click.option(
-            "--rounds",
-            type=click.IntRange(1, 1000),
-            help="A fixed design instead: every config runs exactly this many rounds.",
-        ),
-        click.option(
-            "--weight",
-            "weights",
-            multiple=True,
-            metavar="BENCHMARK=W",
-            help=WEIGHT_HELP + " The session stops on the weighted answer and records the "
-            "weights; compare and replay use them.",
-        ),
+        *SUITE_OPTIONS,
         SEED_OPTION,
         TENSORFLOW_OPTION,
         HOST_KEY_OPTION,

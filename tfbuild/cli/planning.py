@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import click
 
 from tfbuild import engine
-from tfbuild.cli.options import Flags, debug_settings, given_settings
+from tfbuild.cli.options import command_cascade
 from tfbuild.cli.values import Selection
 from tfbuild.config.load import load_matrix
 from tfbuild.config.model import Matrix
@@ -66,30 +65,32 @@ def read_matrix(
 ) -> Matrix:
     """The matrix, with the options over its defaults: --tensorflow for its source builds (a
     minor release, 2.21, means its newest patch release on the package index, said on stderr)
-    and --bazel-cache. With --debug, each of its settings and where it came from."""
+    and --bazel-cache (or TFBUILD_BAZEL_CACHE). Which file, and each of its defaults, are
+    resolved in the command's cascade (said with --debug) and applied as resolved."""
+    resolved = command_cascade()
+    file = matrix_file(path)
+    resolved.record(matrix_setting(path))
+    written = load_matrix(file)
     if tensorflow is not None and re.fullmatch(r"\d+\.\d+", tensorflow) and tf_release(tensorflow):
-        tensorflow = newest_patch(tensorflow, load_matrix(matrix_file(path)))
-    matrix = load_matrix(matrix_file(path), tensorflow)
-    if bazel_cache:
-        matrix = _with_bazel_cache(matrix, bazel_cache)
-    if Flags.debug:
-        context = click.get_current_context(silent=True)
-        options = {s.name: s for s in given_settings(context)} if context else {}
-        over = {"defaults.tensorflow": options.get("--tensorflow"),
-                "defaults.bazel.cache": options.get("--bazel-cache")}  # fmt: skip
-        given = {k: s for k, s in over.items() if s is not None and s.layer != "default"}
-        debug_settings([matrix_setting(path), *matrix_settings(matrix, os.environ, given)])
+        tensorflow = newest_patch(tensorflow, written)
+    options = {"defaults.tensorflow": ("--tensorflow", tensorflow),
+               "defaults.bazel.cache": ("--bazel-cache", bazel_cache)}  # fmt: skip
+    found = {s.name: s for s in matrix_settings(written, resolved, options)}
+    release, cache = found["defaults.tensorflow"], found["defaults.bazel.cache"]
+    matrix = load_matrix(file, release.value) if release.layer == "option" else written
+    if cache.layer in ("environment", "option"):
+        matrix = _with_bazel_cache(matrix, cache)
     return matrix
 
 
-def _with_bazel_cache(matrix: Matrix, cache: str) -> Matrix:
+def _with_bazel_cache(matrix: Matrix, cache: Setting) -> Matrix:
     from tfbuild.config.values import PATH_RE, VOLUME_RE
 
-    expanded = str(Path(cache).expanduser())
+    expanded = str(Path(cache.value).expanduser())
     absolute = expanded.startswith("/") and PATH_RE.fullmatch(expanded)
     if not (VOLUME_RE.fullmatch(expanded) or absolute):
         raise UsageError(
-            f"--bazel-cache {cache!r}: expected a Docker volume name or an absolute path"
+            f"{cache.where} {cache.value!r}: expected a Docker volume name or an absolute path"
         )
     bazel = dataclasses.replace(matrix.defaults.bazel, cache=expanded)
     defaults = dataclasses.replace(matrix.defaults, bazel=bazel)
@@ -206,8 +207,12 @@ def with_forms(
 ) -> Matrix:
     """The matrix with the model forms the session measures (--forms over `forms:`), refused
     before anything runs when a form other than as-given has no SavedModel to be made from,
-    or with --with-suite (the suite, which no form changes, would run again in each)."""
-    wanted = forms or matrix.forms
+    or with --with-suite (the suite, which no form changes, would run again in each). Which
+    forms, and from where, is resolved in the command's cascade."""
+    written = (matrix.forms, f"{matrix.path}: forms") if matrix.forms != (AS_GIVEN,) else None
+    wanted = command_cascade().take(
+        "forms", (AS_GIVEN,), matrix=written, option=("--forms", forms or None), show=",".join
+    )
     others = [f for f in wanted if f != AS_GIVEN]
     if others and with_suite:
         raise UsageError(

@@ -11,7 +11,7 @@ import dataclasses
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +24,11 @@ from tfbuild.cli.options import (
     RUNTIME_OPTION,
     SEED_OPTION,
     cache_option,
+    command_cascade,
     debug_option,
     format_option,
     matrix_option,
+    options_record,
     results_option,
     selection_options,
     session_options,
@@ -43,7 +45,6 @@ from tfbuild.cli.planning import (
 from tfbuild.cli.values import (
     Selection,
     SuiteRequest,
-    cache_folder,
     console,
     parse_cpus,
     parse_forms,
@@ -51,6 +52,7 @@ from tfbuild.cli.values import (
     parse_weights,
     workload_request,
 )
+from tfbuild.config.settings import Setting
 from tfbuild.config.values import AS_GIVEN, TIMEOUT_S
 from tfbuild.engine import DockerInfo
 from tfbuild.errors import NothingRan
@@ -59,13 +61,57 @@ from tfbuild.results.model import DEFAULT_PROCESSES, ProcessPath, Results
 if TYPE_CHECKING:
     from tfbuild.bench.options import SessionOptions, Workspace
     from tfbuild.bench.workload import WorkloadRequest
-    from tfbuild.config.model import SuiteSettings
+    from tfbuild.config.model import Matrix, SuiteSettings
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionArguments:
+    """The options of `bench` and `run` as their cascade resolved them, each named as the
+    command receives it (those only `bench` has keep their defaults under `run`)."""
+
+    matrix_path: Path | None
+    tensorflow: str | None
+    only: tuple[str, ...]
+    skip: tuple[str, ...]
+    opt_in: tuple[str, ...]
+    store_path: Path
+    quick: bool
+    budget: str | None
+    resolve: str | None
+    min_rounds: int | None
+    rounds: int | None
+    weights: tuple[str, ...]
+    seed: int | None
+    host_key: str | None
+    cpus: str | None
+    runtime: str
+    processes: ProcessPath
+    results_dir: Path
+    cache_dir: Path
+    force: bool
+    quiet: bool
+    workload: Path | None
+    with_suite: bool
+    forms: str | None
+    signature: str | None
+    batch: int | None
+    shapes: tuple[str, ...]
+    inputs: Path | None
+    atol: float | None
+    rtol: float | None
+    calls: int | None
+    preset: str | None = None
+    timeout: float = TIMEOUT_S
+    refresh: bool = False
+    resume: Path | None = None
+    container_cpus: float | None = None
+    memory: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class SessionSettings:
     """What `bench` and `run` are asked: the matrix and selection, the suite, the machine's
-    limits, and where results go."""
+    limits, and where results go; `sources` says where each option's value came from."""
 
     matrix: Path | None
     tensorflow: str | None
@@ -88,45 +134,54 @@ class SessionSettings:
     """--weight as typed (checked against the benchmarks the session measures)."""
     forms: tuple[str, ...] = ()
     """--forms (none given: the matrix's `forms:`)."""
+    sources: tuple[Setting, ...] = field(default=(), compare=False)
+    """Where each option's value came from, as the command's cascade resolved it."""
 
     def workspace(self, engine_status: DockerInfo) -> Workspace:
         return _workspace(self.store, self.cache_dir, self.results_dir, engine_status)
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> SessionSettings:
-        """From the options of `bench` or `run` (those only `bench` has take their defaults)."""
+    def resolved(cls, params: Mapping[str, Any]) -> SessionSettings:
+        """From the options of `bench` or `run` as the running command's cascade resolved
+        them, with the record of where each came from."""
+        return cls.of(options_record(SessionArguments, params), command_cascade().settings)
+
+    @classmethod
+    def of(cls, given: SessionArguments, sources: Sequence[Setting] = ()) -> SessionSettings:
+        """From the options of `bench` or `run`, checked and parsed."""
         return cls(
-            matrix=params["matrix_path"],
-            tensorflow=params["tensorflow"],
-            selection=Selection(only=params["only"], skip=params["skip"], opt_in=params["opt_in"]),
+            matrix=given.matrix_path,
+            tensorflow=given.tensorflow,
+            selection=Selection(only=given.only, skip=given.skip, opt_in=given.opt_in),
             suite=SuiteRequest.parse(
-                quick=params["quick"],
-                preset=params.get("preset"),
-                budget=params["budget"],
-                resolve=params["resolve"],
-                min_rounds=params["min_rounds"],
-                rounds=params["rounds"],
+                quick=given.quick,
+                preset=given.preset,
+                budget=given.budget,
+                resolve=given.resolve,
+                min_rounds=given.min_rounds,
+                rounds=given.rounds,
             ),
-            seed=params["seed"],
-            host_key=parse_host_key(params["host_key"]),
+            seed=given.seed,
+            host_key=parse_host_key(given.host_key),
             machine=SessionMachine(
-                runtime=params["runtime"],
-                cpus=parse_cpus(params["cpus"]),
-                container_cpus=params.get("container_cpus"),
-                memory=params.get("memory"),
+                runtime=given.runtime,
+                cpus=parse_cpus(given.cpus),
+                container_cpus=given.container_cpus,
+                memory=given.memory,
             ),
-            store=params["store_path"],
-            results_dir=params["results_dir"],
-            cache_dir=cache_folder(params["cache_dir"]),
-            force=params["force"],
-            quiet=params["quiet"],
-            timeout=params.get("timeout", TIMEOUT_S),
-            refresh=params.get("refresh", False),
-            workload=workload_request(params),
-            with_suite=bool(params.get("with_suite")),
-            processes=params.get("processes", DEFAULT_PROCESSES),
-            weights=tuple(params.get("weights") or ()),
-            forms=parse_forms(params.get("forms")),
+            store=given.store_path,
+            results_dir=given.results_dir,
+            cache_dir=given.cache_dir,
+            force=given.force,
+            quiet=given.quiet,
+            timeout=given.timeout,
+            refresh=given.refresh,
+            workload=workload_request(vars(given)),
+            with_suite=given.with_suite,
+            processes=given.processes,
+            weights=given.weights,
+            forms=parse_forms(given.forms),
+            sources=tuple(sources),
         )
 
 
@@ -141,13 +196,14 @@ class ResumeSettings:
     quiet: bool
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> ResumeSettings:
+    def of(cls, given: SessionArguments) -> ResumeSettings:
+        assert given.resume is not None
         return cls(
-            results_file=params["resume"],
-            store=params["store_path"],
-            cache_dir=cache_folder(params["cache_dir"]),
-            results_dir=params["results_dir"],
-            quiet=params["quiet"],
+            results_file=given.resume,
+            store=given.store_path,
+            cache_dir=given.cache_dir,
+            results_dir=given.results_dir,
+            quiet=given.quiet,
         )
 
     def workspace(self, engine_status: DockerInfo) -> Workspace:
@@ -166,6 +222,12 @@ def _workspace(
         results_dir=results_dir,
         engine_reachable=engine_status.reachable,
     )
+
+
+def _suite(settings: SessionSettings, matrix: Matrix) -> SuiteSettings:
+    """The suite's settings for this session: the matrix's (or its preset's) under the
+    options, each resolved in the command's cascade."""
+    return settings.suite.settings(matrix.suite, command_cascade(), str(matrix.path))
 
 
 def _options(settings: SessionSettings, suite: SuiteSettings) -> SessionOptions:
@@ -249,20 +311,21 @@ def bench(**params: Any) -> None:
     from tfbuild.report.terminal import print_bench
     from tfbuild.results.codec import load
 
+    given = options_record(SessionArguments, params)
     engine_status = docker_status()
-    if params["resume"] is not None:
+    if given.resume is not None:
         # A session continues as it was recorded: the options that shaped it are not read.
-        resuming = ResumeSettings.from_params(params)
+        resuming = ResumeSettings.of(given)
         reporter = make_reporter(resuming.quiet)
         with reporter:
             workspace = resuming.workspace(engine_status)
             path = resume_session(resuming.results_file, workspace, reporter, SequentialLooks())
     else:
-        settings = SessionSettings.from_params(params)
+        settings = SessionSettings.of(given, command_cascade().settings)
         workspace = settings.workspace(engine_status)
         reporter = make_reporter(settings.quiet)
         matrix = read_matrix(settings.matrix, settings.tensorflow)
-        options = _options(settings, settings.suite.settings(matrix.suite))
+        options = _options(settings, _suite(settings, matrix))
         matrix = with_forms(matrix, settings.forms, options.workload, settings.with_suite)
         with reporter:
             plan = session_plan(
@@ -270,7 +333,7 @@ def bench(**params: Any) -> None:
             )
             path = run_session(with_baseline(plan), options, workspace, reporter, SequentialLooks())
     results = load(path)
-    if not params["quiet"]:
+    if not given.quiet:
         print_bench(console(), summarise(results), path)
     _require_measurements(results, path)
 
@@ -330,7 +393,7 @@ def calibrate(
     runtime: str,
     processes: ProcessPath,
     results_dir: Path,
-    cache_dir: Path | None,
+    cache_dir: Path,
     report_path: Path | None,
     fmt: str,
     quiet: bool,
@@ -355,7 +418,7 @@ def calibrate(
         runtime=runtime,
         processes=processes,
         results_dir=results_dir,
-        cache_dir=cache_folder(cache_dir),
+        cache_dir=cache_dir,
         report=report_path,
         fmt=fmt,
         quiet=quiet,
@@ -430,11 +493,11 @@ def run(build_sources: bool, fmt: str, **params: Any) -> None:
     from tfbuild.engine import docker_status
     from tfbuild.progress import make_reporter
 
-    settings = SessionSettings.from_params(params)
+    settings = SessionSettings.resolved(params)
     matrix = read_matrix(settings.matrix, settings.tensorflow)
     engine_status = docker_status()
     workspace = settings.workspace(engine_status)
-    options = _options(settings, settings.suite.settings(matrix.suite))
+    options = _options(settings, _suite(settings, matrix))
     matrix = with_forms(matrix, settings.forms, options.workload, settings.with_suite)
     reporter = make_reporter(settings.quiet)
     with reporter:

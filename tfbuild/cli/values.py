@@ -18,7 +18,7 @@ import click
 from rich.console import Console
 
 from tfbuild.config.model import Budget, Suite, SuiteSettings
-from tfbuild.config.settings import user_cache
+from tfbuild.config.settings import Cascade, Setting, shown, user_cache
 from tfbuild.config.values import AS_GIVEN, FORMS, did_you_mean
 from tfbuild.errors import UsageError
 
@@ -244,6 +244,11 @@ class Selection:
     opt_in: tuple[str, ...] = ()
 
 
+def percent(fraction: float | None) -> str:
+    """A margin as it is typed: 5%, 2.5%."""
+    return "none" if fraction is None else f"{fraction * 100:g}%"
+
+
 @dataclass(frozen=True, kw_only=True)
 class SuiteRequest:
     """The suite settings a command line asks for on top of the matrix's preset."""
@@ -287,19 +292,33 @@ class SuiteRequest:
             rounds=rounds,
         )
 
-    def settings(self, suite: Suite) -> SuiteSettings:
-        """The preset's settings with this request on top."""
+    def settings(self, suite: Suite, resolved: Cascade, where: str) -> SuiteSettings:
+        """The preset's settings with this request on top, each resolved in `resolved` (the
+        matrix's suite, or its preset, at `where`, under the options)."""
         chosen = suite.preset(self.preset)
-        changes: dict[str, Any] = {}
-        if self.budget is not None:
-            changes["budget"] = self.budget
-        if self.resolve is not None:
-            changes["resolve"] = self.resolve
-        if self.min_rounds is not None:
-            changes["min_rounds"] = self.min_rounds
-            changes["max_rounds"] = max(chosen.max_rounds, self.min_rounds)
-        if self.rounds is not None:
-            changes["rounds"] = self.rounds
-        elif changes:
-            changes["rounds"] = None
-        return dataclasses.replace(chosen, **changes)
+        at = f"{where}: suite" + (f".presets.{self.preset}" if self.preset else "")
+
+        def take(name: str, flag: str, written: Any, given: Any, show: Any = shown) -> Any:
+            return resolved.take(
+                f"suite.{name}", written, matrix=(written, at), option=(flag, given), show=show
+            )
+
+        budget = take("budget", "--budget", chosen.budget, self.budget)
+        resolve = take("resolve", "--resolve", chosen.resolve, self.resolve, percent)
+        min_rounds = take("min_rounds", "--min-rounds", chosen.min_rounds, self.min_rounds)
+        raised = None if self.min_rounds is None else max(chosen.max_rounds, self.min_rounds)
+        max_rounds = take("max_rounds", "--min-rounds", chosen.max_rounds, raised)
+        if (self.budget, self.resolve, self.min_rounds) == (None, None, None):
+            rounds = take("rounds", "--rounds", chosen.rounds, self.rounds)
+        else:  # a sequential design was asked for, whatever the preset's
+            rounds = None
+            asked = "--budget, --resolve or --min-rounds (a sequential design)"
+            resolved.record(Setting("suite.rounds", "none", "option", asked))
+        return dataclasses.replace(
+            chosen,
+            budget=budget,
+            resolve=resolve,
+            min_rounds=min_rounds,
+            max_rounds=max_rounds,
+            rounds=rounds,
+        )

@@ -134,6 +134,13 @@ class Budget:
     per_config: bool = False
     at_least: float = 0.0
 
+    def __str__(self) -> str:
+        from tfbuild.wording import duration
+
+        if not self.per_config:
+            return duration(self.seconds)
+        return f"{duration(self.seconds)} per config, at least {duration(self.at_least)}"
+
     def total(self, configs: int) -> float:
         """The session's budget in seconds when it runs `configs` configs."""
         if not self.per_config:

@@ -17,13 +17,12 @@ from support.cli import debug_said, run_tfbuild
 from tfbuild.cli.options import (
     Command,
     Flags,
-    debug_settings,
+    command_cascade,
     format_option,
     json_option,
     keep_containers_option,
     store_option,
 )
-from tfbuild.config.settings import Setting
 from tfbuild.engine import KEEP_ENV
 
 NO_RESULTS = (
@@ -102,12 +101,13 @@ def test_debug_says_each_option_and_the_layer_that_set_it(tmp_path: Path) -> Non
 
 def test_a_value_from_the_environment_is_checked_as_the_option_is() -> None:
     """TFBUILD_PROCESSES=bogus is refused as --processes bogus would be: exit 64, the
-    choices named, no traceback."""
+    choices named and the variable that set it, no traceback."""
     proc = run_tfbuild("bench", env={"TFBUILD_PROCESSES": "bogus"})
     assert proc.returncode == 64, proc.stderr
-    assert "Invalid value for '--processes': 'bogus' is not one of 'fresh', 'forked'." in (
-        proc.stderr
-    )
+    assert (
+        "Invalid value for '--processes': 'bogus' is not one of 'fresh', 'forked'. "
+        "(set by TFBUILD_PROCESSES)"
+    ) in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -245,16 +245,22 @@ def test_switches_act_as_they_are_parsed_and_are_not_passed_on(
 def test_debug_settings_are_said_on_stderr_only_with_debug(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = [
-        Setting("--store", "/srv/wheels", "environment", "TFBUILD_WHEELS"),
-        Setting("defaults.python", "3.11", "matrix", "matrix.yaml:4"),
-        Setting("--quiet", "no", "default", "built in"),
-    ]
+    """Outside a command (a stage that reads a matrix on its own), a setting resolved is said
+    as it is resolved, and only with --debug."""
+    environment = {"TFBUILD_WHEELS": "/srv/wheels"}
+    monkeypatch.setattr(os, "environ", environment)
+
+    def resolve() -> None:
+        resolved = command_cascade()
+        resolved.take("--store", "wheels", variable="TFBUILD_WHEELS")
+        resolved.take("defaults.python", "3.12", matrix=("3.11", "matrix.yaml:4"))
+        resolved.take("--quiet", False)
+
     monkeypatch.setattr(Flags, "debug", False)
-    debug_settings(settings)
+    resolve()
     assert capsys.readouterr() == ("", "")
     monkeypatch.setattr(Flags, "debug", True)
-    debug_settings(settings)
+    resolve()
     out, err = capsys.readouterr()
     assert out == ""
     assert err.splitlines() == [

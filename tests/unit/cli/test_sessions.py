@@ -8,11 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.cli import RESULTS, run_tfbuild
+from support.cli import RESULTS, debug_said, run_tfbuild
+from support.env import REPO
 
 from tfbuild.bench.workload import WorkloadRequest
+from tfbuild.cli.options import options_record, resolve_options
 from tfbuild.cli.planning import SessionMachine
-from tfbuild.cli.sessions import ResumeSettings, SessionSettings, bench, run
+from tfbuild.cli.sessions import ResumeSettings, SessionArguments, SessionSettings, bench, run
 from tfbuild.cli.values import Selection, SuiteRequest
 from tfbuild.config.model import Budget
 from tfbuild.errors import UsageError
@@ -39,7 +41,10 @@ def _no_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def parsed(command: object, *args: str) -> SessionSettings:
     """The settings of `bench` or `run` from a command line, parsed by the command itself."""
     ctx = command.make_context(command.name, list(args))  # type: ignore[attr-defined]
-    return SessionSettings.from_params(ctx.params)
+    with ctx:
+        resolve_options(ctx)
+        own = ("build_sources", "fmt")  # run's own, not the session's
+        return SessionSettings.resolved({k: v for k, v in ctx.params.items() if k not in own})
 
 
 def test_bench_settings_hold_every_option_as_given(tmp_path: Path) -> None:
@@ -146,7 +151,8 @@ def test_settings_refuse_a_mistaken_option(args: tuple[str, ...], said: str) -> 
 
 def test_resume_settings_read_only_where_the_session_is_and_goes(tmp_path: Path) -> None:
     ctx = bench.make_context("bench", ["--resume", "old.json", "--store", "s", "--quick", "-q"])
-    resuming = ResumeSettings.from_params(ctx.params)
+    resolve_options(ctx)
+    resuming = ResumeSettings.of(options_record(SessionArguments, ctx.params))
     assert resuming == ResumeSettings(
         results_file=Path("old.json"),
         store=Path("s"),
@@ -209,6 +215,36 @@ def test_run_without_the_baseline_is_refused_before_anything_is_fetched(tmp_path
         "`baseline:`), which every config is ranked against: add --only stock:default"
     )
     assert not (tmp_path / "wheels").exists() and not (tmp_path / "results").exists()
+
+
+def test_debug_says_each_setting_of_the_session_as_it_was_resolved(tmp_path: Path) -> None:
+    """run --quick --budget 5m, refused only once its settings are resolved (the selection
+    leaves the baseline out): --debug says each suite setting as the session would use it,
+    from the option, from the matrix's quick preset, or the design made sequential by
+    --budget; the forms from the matrix's default; the options from the command line, the
+    environment or the default (the cache folder computed from XDG_CACHE_HOME)."""
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text((REPO / "matrix.yaml").read_text())
+    env = {"DOCKER_HOST": NO_ENGINE, "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+           "TFBUILD_RESULTS": str(tmp_path / "r")}  # fmt: skip
+    args = ["run", "--quick", "--budget", "5m", "--only", "avx2-fma:default", "--matrix",
+            str(matrix)]  # fmt: skip
+    proc = run_tfbuild("--debug", *args, cwd=tmp_path, env=env)
+    assert proc.returncode == 4, proc.stderr
+    said = debug_said(proc.stderr)
+    preset = f"matrix {matrix}: suite.presets.quick"
+    assert said["suite.budget"] == ("5 min", "option --budget")
+    assert said["suite.resolve"] == ("10%", preset)
+    assert said["suite.min_rounds"] == ("3", preset)
+    assert said["suite.rounds"] == (
+        "none", "option --budget, --resolve or --min-rounds (a sequential design)"
+    )  # fmt: skip
+    assert said["forms"] == ("as-given", "default")
+    assert said["defaults.tensorflow"][1].startswith(f"matrix {matrix}:")
+    assert said["--results"] == (str(tmp_path / "r"), "environment TFBUILD_RESULTS")
+    assert said["--cache-dir"] == (str(tmp_path / "xdg" / "tfbuild"), "default")
+    assert said["--quick"] == ("yes", "option --quick")
+    assert proc.stderr.splitlines()[-1].startswith("tfbuild: the selection leaves out")
 
 
 def test_run_without_a_build_of_the_baseline_has_nothing_to_rank(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from tfbuild.cli.values import (
 )
 from tfbuild.config.load import load_matrix
 from tfbuild.config.model import Budget
+from tfbuild.config.settings import Cascade
 from tfbuild.errors import UsageError
 from tfbuild.resources import default_matrix_path
 
@@ -110,16 +111,19 @@ def test_results_are_found_in_files_folders_and_patterns(tmp_path: Path) -> None
 
 def test_a_suite_request_is_the_preset_with_the_options_on_top() -> None:
     suite = load_matrix(default_matrix_path()).suite
-    quick = SuiteRequest.parse(quick=True).settings(suite)
+    resolved = Cascade({})
+    quick = SuiteRequest.parse(quick=True).settings(suite, resolved, "m.yaml")
     assert quick == suite.preset("quick")
-    longer = SuiteRequest.parse(budget="1h30m", resolve="4%", min_rounds=99).settings(suite)
+    longer = SuiteRequest.parse(budget="1h30m", resolve="4%", min_rounds=99).settings(
+        suite, resolved, "m.yaml"
+    )
     assert (longer.budget, longer.resolve, longer.min_rounds) == (Budget(5400.0), 0.04, 99)
-    wide = SuiteRequest.parse(budget="5m per config").settings(suite)
+    wide = SuiteRequest.parse(budget="5m per config").settings(suite, resolved, "m.yaml")
     assert wide.budget == Budget(300.0, per_config=True)
     assert design_of(wide, 16).budget_s == 16 * 300  # the session's, for the configs it plans
     assert design_of(suite.preset(None), 5).budget_s == 20 * 60
     assert longer.max_rounds >= 99 and longer.rounds is None
-    fixed = SuiteRequest.parse(rounds=6).settings(suite)
+    fixed = SuiteRequest.parse(rounds=6).settings(suite, resolved, "m.yaml")
     assert fixed.rounds == 6
     for kwargs, said in (
         ({"quick": True, "preset": "full"}, "give --quick or --preset"),

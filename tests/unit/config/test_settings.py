@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tfbuild.config.load import load_matrix
-from tfbuild.config.settings import cascade, matrix_settings, session_settings, user_cache
+from tfbuild.config.settings import Cascade, cascade, matrix_settings, session_settings, user_cache
 
 MATRIX = """\
 defaults:
@@ -38,7 +38,7 @@ def test_the_matrix_says_on_which_line_it_sets_a_default(tmp_path: Path) -> None
     path = tmp_path / "m.yaml"
     path.write_text(MATRIX)
     matrix = load_matrix(path)
-    found = {s.name: s for s in matrix_settings(matrix, {})}
+    found = {s.name: s for s in matrix_settings(matrix, Cascade({}))}
     assert (
         found["defaults.python"].source == f"matrix {path}:2"
         and found["defaults.python"].value == "3.12"
@@ -51,7 +51,7 @@ def test_the_matrix_says_on_which_line_it_sets_a_default(tmp_path: Path) -> None
     )
     assert found["defaults.bazel.disk_cache"].value == "yes"
     env = {"TFBUILD_BAZEL_CACHE": "other-volume"}
-    overridden = {s.name: s for s in matrix_settings(matrix, env)}["defaults.bazel.cache"]
+    overridden = {s.name: s for s in matrix_settings(matrix, Cascade(env))}["defaults.bazel.cache"]
     assert (overridden.value, overridden.source) == (
         "other-volume",
         "environment TFBUILD_BAZEL_CACHE",
@@ -64,3 +64,26 @@ def test_the_session_settings_come_from_the_environment_or_are_built_in() -> Non
     assert found["results"].value == "/srv/results" and found["results"].layer == "environment"
     assert found["cache"].value == "/var/cache/me/tfbuild" == user_cache(env)
     assert found["cache"].layer == "default" and found["store"].value == "wheels"
+
+
+def test_a_cascade_records_each_setting_as_it_resolves_it() -> None:
+    """The record is the resolution: each value taken is the one recorded, in the order
+    taken, with the layer that set it; what `said` hears is that record, as it grows."""
+    heard: list[str] = []
+    resolved = Cascade({"TFBUILD_CACHE_DIR": "/srv/cache"}, said=lambda s: heard.append(s.name))
+    cache = resolved.take("--cache-dir", Path("/home/me/.cache/tfbuild"),
+                          variable="TFBUILD_CACHE_DIR", read=Path)  # fmt: skip
+    rounds = resolved.take(
+        "suite.min_rounds", 5, matrix=(3, "m.yaml: suite"), option=("--min-rounds", 8)
+    )
+    margin = resolved.take("suite.resolve", 0.05, matrix=(0.1, "m.yaml: suite"),
+                           option=("--resolve", None), show=lambda v: f"{v:.0%}")  # fmt: skip
+    assert (cache, rounds, margin) == (Path("/srv/cache"), 8, 0.1)
+    assert [(s.name, s.value, s.source) for s in resolved.settings] == [
+        ("--cache-dir", "/srv/cache", "environment TFBUILD_CACHE_DIR"),
+        ("suite.min_rounds", "8", "option --min-rounds"),
+        ("suite.resolve", "10%", "matrix m.yaml: suite"),
+    ]
+    assert heard == ["--cache-dir", "suite.min_rounds", "suite.resolve"]
+    assert resolved.source("suite.resolve") == resolved.settings[2]
+    assert resolved.source("--store") is None
