@@ -17,7 +17,7 @@ from tfbuild.analysis.host_report import analyse_host
 from tfbuild.analysis.looks import SequentialLooks
 from tfbuild.analysis.reported import HostReport
 from tfbuild.analysis.sessions import Session
-from tfbuild.bench.schedule import Schedule
+from tfbuild.bench.schedule import RoundRunner
 from tfbuild.bench.session import add_aa
 from tfbuild.progress import QuietReporter, Reporter
 from tfbuild.results.codec import load, run_json
@@ -191,7 +191,7 @@ def replay_session(
     }
     looks = SequentialLooks(forecast)
     told = reporter or QuietReporter()
-    schedule = Schedule(results, runtimes, told, lambda r: r, clock, looks)
+    schedule = RoundRunner(results, runtimes, told, lambda r: r, clock, looks)
     return schedule.run()
 
 

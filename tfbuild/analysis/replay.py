@@ -19,7 +19,7 @@ from tfbuild.analysis.answer import Answer
 from tfbuild.analysis.host_report import analyse_host
 from tfbuild.analysis.looks import SequentialLooks
 from tfbuild.analysis.sessions import Session
-from tfbuild.bench.schedule import Schedule
+from tfbuild.bench.schedule import RoundRunner
 from tfbuild.errors import ResultsError
 from tfbuild.progress import QuietReporter
 from tfbuild.results.model import ConfigEntry, Results, Run
@@ -64,7 +64,7 @@ class _Clock:
         return self.now
 
 
-class _RecordedRounds(Schedule):
+class _RecordedRounds(RoundRunner):
     """The session loop with each process taken from the recording instead of started."""
 
     def __init__(self, results: Results, recorded: Sequence[Run], clock: _Clock) -> None:

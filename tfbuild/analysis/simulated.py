@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from tfbuild.analysis.looks import SequentialLooks
-from tfbuild.bench.schedule import Schedule
+from tfbuild.bench.schedule import RoundRunner
 from tfbuild.bench.session import add_aa
 from tfbuild.config.model import INHERIT_PIP
 from tfbuild.config.suite import BENCHMARKS, SUITE_VERSION
@@ -158,7 +158,7 @@ def _shape(rng: random.Random, tails: str, slow: tuple[float, float]) -> float:
     return (x + p * k) / math.sqrt(1.0 + p * (1.0 - p) * k * k)
 
 
-class Drawn(Schedule):
+class Drawn(RoundRunner):
     """The session loop with each process drawn from a truth instead of run."""
 
     def __init__(self, results: Results, truth: Truth, rng: random.Random) -> None:

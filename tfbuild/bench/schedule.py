@@ -1,4 +1,5 @@
-"""The rounds of a session: which config runs next, and when the session stops.
+"""The rounds of a session as they run: which config runs next, each run recorded, and the
+stop the analysis's Looker decides acted on.
 
 A round runs every config still in contention once, each in a fresh process (or one forked from
 its config's zygote, when the session's suite says so), in an order
@@ -59,9 +60,9 @@ def round_order(results: Results, round_: int, keys: Sequence[str]) -> tuple[str
     return tuple(order)
 
 
-class Schedule:
-    """A session's rounds as they run: the results so far, which configs still run, and the
-    decision to stop. Each finished run and look is recorded at once."""
+class RoundRunner:
+    """Runs a session's rounds: the results so far, which configs still run, and the looks
+    (each with the stop the Looker decided). Each finished run and look is recorded at once."""
 
     def __init__(
         self,

@@ -18,7 +18,7 @@ from tfbuild.bench.options import SessionOptions, Workspace
 from tfbuild.bench.pace import Clock
 from tfbuild.bench.payload import ITERATIONS, SAMPLES, WARMUP_STEPS
 from tfbuild.bench.prepare import prepare, runtime_settings
-from tfbuild.bench.schedule import Looker, Schedule
+from tfbuild.bench.schedule import Looker, RoundRunner
 from tfbuild.bench.workload import WORKLOAD_BENCHMARKS, digest_of, suite_entries
 from tfbuild.build.render import template_dirs
 from tfbuild.config.model import SuiteSettings
@@ -220,7 +220,7 @@ def run_session(
                 "[yellow]warning[/]: the baseline config cannot run, so there is no A/A control "
                 "and no config can be stopped early"
             )
-        Schedule(results, runtimes, reporter, record, Clock(), looker).run()
+        RoundRunner(results, runtimes, reporter, record, Clock(), looker).run()
         return path
 
 
@@ -293,5 +293,5 @@ def _resume(
         f"resuming {path}: {len(results.runs)} runs and {len(results.looks or ())} looks kept"
     )
     clock = Clock(results.session.elapsed_s or 0.0)
-    Schedule(results, runtimes, reporter, _recorder(path), clock, looker).run()
+    RoundRunner(results, runtimes, reporter, _recorder(path), clock, looker).run()
     return path

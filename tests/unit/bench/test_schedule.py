@@ -22,7 +22,7 @@ from support.synthetic import write
 
 from tfbuild.analysis.estimates import OVERALL
 from tfbuild.analysis.looks import SequentialLooks
-from tfbuild.bench.schedule import Schedule
+from tfbuild.bench.schedule import RoundRunner
 from tfbuild.bench.session import add_aa
 from tfbuild.progress import QuietReporter
 from tfbuild.results.model import Design
@@ -125,7 +125,7 @@ def test_a_resting_config_says_so_runs_no_more_and_stays_out_of_a_resumed_sessio
         ), notes.said
         later = (doc.order or ())[at:]
         assert later and not [o for o in later if config in o]
-    resumed = Schedule(doc, {}, QuietReporter(), lambda r: r, lambda: 0.0, SequentialLooks())
+    resumed = RoundRunner(doc, {}, QuietReporter(), lambda r: r, lambda: 0.0, SequentialLooks())
     assert not set(rests) & set(resumed.active)
     assert "base:default" in resumed.active
 
@@ -141,7 +141,9 @@ def test_a_forked_session_asks_each_config_for_its_own_zygote_and_stops_them_at_
         runtimes = {
             v: ReplayRuntime(pool(), random.Random(v), 1.0, clock) for v in results.variants or {}
         }
-        done = Schedule(results, runtimes, QuietReporter(), lambda r: r, clock, SequentialLooks())
+        done = RoundRunner(
+            results, runtimes, QuietReporter(), lambda r: r, clock, SequentialLooks()
+        )
         finished = done.run()
         asked = sorted(z or "" for r in runtimes.values() for z in r.zygotes)
         keys = sorted(run.config for run in finished.runs)
