@@ -24,13 +24,14 @@ from tfbuild.cli.options import (
 )
 from tfbuild.cli.planning import build_target, read_matrix
 from tfbuild.cli.values import Selection, printable_path
-from tfbuild.config.model import Variant
+from tfbuild.config.model import Matrix, Variant
 from tfbuild.config.settings import BAZEL_CACHE_ENV, TF_SOURCE_ENV
 from tfbuild.errors import BuildFailed, EngineUnavailable, UsageError
 from tfbuild.plan.make import Plan, PlannedVariant
 
 if TYPE_CHECKING:
     from tfbuild.build.stage import BuildOptions, BuildOutcome
+    from tfbuild.engine import DockerInfo
     from tfbuild.store import WheelStore
 
 
@@ -49,6 +50,7 @@ class BuildSettings:
     tensorflow: str | None
     host: Path | None
     quiet: bool
+    as_json: bool = False
 
     def __post_init__(self) -> None:
         chosen = self.selection.only or self.selection.skip or self.selection.opt_in
@@ -56,6 +58,29 @@ class BuildSettings:
             raise UsageError(
                 "name what to build: --variant NAME, --only PATTERN, --with SET or --all"
             )
+
+    def options(self) -> BuildOptions:
+        """What every build of the command shares: --force and --tf-source."""
+        from tfbuild.build.stage import BuildOptions
+
+        return BuildOptions(force=self.force, tf_source=self.tf_source)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildOrder:
+    """The variants `build` was asked for, each once in the order asked, planned for the
+    machine the wheels are built for, and the store they go to."""
+
+    plan: Plan
+    planned: tuple[PlannedVariant, ...]
+    host: Path | None
+    """The saved profile of the machine built for (None: this machine)."""
+    store: WheelStore
+
+    @property
+    def target(self) -> str:
+        """The machine built for, as messages name it."""
+        return f"the machine in {self.host}" if self.host else "this machine"
 
 
 @cli.command()
@@ -137,19 +162,6 @@ def build(
     Building an unchanged variant again is a no-op (--force rebuilds). Prebuilt variants are
     fetched instead.
     """
-    from tfbuild.build.stage import (
-        BuildOptions,
-        build_many,
-        build_plan_lines,
-        in_store,
-    )
-    from tfbuild.engine import docker_status
-    from tfbuild.plan.make import make_plan
-    from tfbuild.plan.select import select
-    from tfbuild.plan.target import recipe_refusal
-    from tfbuild.progress import make_reporter
-    from tfbuild.store import WheelStore
-
     settings = BuildSettings(
         matrix=matrix_path,
         variants=variants,
@@ -164,73 +176,130 @@ def build(
         tensorflow=tensorflow,
         host=host_path,
         quiet=quiet,
+        as_json=as_json,
     )
-    matrix = read_matrix(settings.matrix, settings.tensorflow, settings.bazel_cache)
-    chosen: list[Variant]
-    if settings.variants:
-        chosen = list(dict.fromkeys(matrix.variant(name) for name in settings.variants))
+    order = _build_order(settings)
+    _say_order(order)
+    if settings.dry_run:
+        _print_dry_runs(order, settings)
     else:
-        only, skip = settings.selection.only, settings.selection.skip
-        sets = [s.name for s in matrix.opt_in] if settings.build_all else settings.selection.opt_in
-        if sets and not (only or skip or settings.build_all):  # `--with SET` alone: that set
-            only = tuple(glob.escape(v) for v in matrix.opted_in(sets))
-        chosen = list(dict.fromkeys(v for v, _, _ in select(matrix, only, skip, sets)))
+        _build_into(order, settings)
+
+
+def chosen_variants(matrix: Matrix, settings: BuildSettings) -> tuple[Variant, ...]:
+    """The variants `build` is asked for, each once in the order asked: those named with
+    --variant; else those the selection picks (--all: with every opt-in set; `--with SET`
+    alone: that set's variants only)."""
+    from tfbuild.plan.select import select
+
+    if settings.variants:
+        return tuple(dict.fromkeys(matrix.variant(name) for name in settings.variants))
+    only, skip = settings.selection.only, settings.selection.skip
+    sets = [s.name for s in matrix.opt_in] if settings.build_all else settings.selection.opt_in
+    if sets and not (only or skip or settings.build_all):  # `--with SET` alone: that set
+        only = tuple(glob.escape(v) for v in matrix.opted_in(sets))
+    return tuple(dict.fromkeys(v for v, _, _ in select(matrix, only, skip, sets)))
+
+
+def _build_order(settings: BuildSettings) -> BuildOrder:
+    """The variants asked for, planned for the machine built for, each variant's note from
+    reading the matrix said first; refused (UsageError) when no recipe builds one of them."""
+    from tfbuild.plan.make import make_plan
+    from tfbuild.store import WheelStore
+
+    matrix = read_matrix(settings.matrix, settings.tensorflow, settings.bazel_cache)
+    chosen = chosen_variants(matrix, settings)
     for v in chosen:
         if v.name in matrix.notes:
             click.echo(f"note: {matrix.notes[v.name]}", err=True)
     exact = [glob.escape(v.name) for v in chosen]
     plan = make_plan(matrix, build_target(settings.host), only=exact)
-    planned = [plan.planned(v.name) for v in chosen]
-    options = BuildOptions(force=settings.force, tf_source=settings.tf_source)
-    target = f"the machine in {settings.host}" if settings.host else "this machine"
-    for pv in planned:  # before any estimate: what no recipe builds is refused outright
-        if pv.variant.needs_build and (refusal := recipe_refusal(pv.variant)) is not None:
-            raise UsageError(refusal)
-    for pv in planned:
-        if pv.variant.needs_build and pv.verdict.runs is False:
-            click.echo(
-                f"tfbuild: warning: {pv.variant.name} will not run on {target}: "
-                f"{'; '.join(pv.verdict.reasons)}; built as asked",
-                err=True,
-            )
-    store = WheelStore(settings.store)
-    to_build = [pv for pv in planned if pv.variant.needs_build and not in_store(store, pv)]
-    for line in build_plan_lines(to_build, plan, store):
+    order = BuildOrder(
+        plan=plan,
+        planned=tuple(plan.planned(v.name) for v in chosen),
+        host=settings.host,
+        store=WheelStore(settings.store),
+    )
+    if (refusal := first_recipe_refusal(order)) is not None:
+        raise UsageError(refusal)
+    return order
+
+
+def first_recipe_refusal(order: BuildOrder) -> str | None:
+    """Why no recipe builds a source variant of the order (the first such), said before any
+    estimate; None when every one has a recipe."""
+    from tfbuild.plan.target import recipe_refusal as refusal_of
+
+    refusals = (refusal_of(pv.variant) for pv in order.planned if pv.variant.needs_build)
+    return next((r for r in refusals if r is not None), None)
+
+
+def wont_run_warnings(order: BuildOrder) -> list[str]:
+    """The source variants of the order that will not run on the machine built for, each with
+    why: built anyway, as asked."""
+    return [
+        f"{pv.variant.name} will not run on {order.target}: "
+        f"{'; '.join(pv.verdict.reasons)}; built as asked"
+        for pv in order.planned
+        if pv.variant.needs_build and pv.verdict.runs is False
+    ]
+
+
+def _say_order(order: BuildOrder) -> None:
+    """On stderr, before anything is built: what will not run where it goes, and each build
+    the store lacks with its estimate."""
+    from tfbuild.build.stage import build_plan_lines, in_store
+
+    for warning in wont_run_warnings(order):
+        click.echo(f"tfbuild: warning: {warning}", err=True)
+    to_build = [
+        pv for pv in order.planned if pv.variant.needs_build and not in_store(order.store, pv)
+    ]
+    for line in build_plan_lines(to_build, order.plan, order.store):
         click.echo(f"build {line}", err=True)
-    if settings.dry_run:
-        if as_json:
-            raise UsageError(
-                "--dry-run prints the recipes, not a JSON document: drop --format json"
-            )
-        for pv in planned:
-            _print_dry_run(pv, plan, options)
-        return
-    status = docker_status()
-    if any(v.needs_build for v in chosen) and not status.reachable:
-        raise EngineUnavailable(
-            f"building source variants needs a Docker engine; none answers at {status.host} "
-            f"({status.error}). Start dockerd or set DOCKER_HOST; --dry-run shows the recipe."
-        )
+
+
+def engine_refusal(order: BuildOrder, status: DockerInfo) -> str | None:
+    """Why the order cannot be built: it has source variants and no engine answers; None when
+    it can (prebuilt variants need no engine)."""
+    if status.reachable or not any(pv.variant.needs_build for pv in order.planned):
+        return None
+    return (
+        f"building source variants needs a Docker engine; none answers at {status.host} "
+        f"({status.error}). Start dockerd or set DOCKER_HOST; --dry-run shows the recipe."
+    )
+
+
+def _build_into(order: BuildOrder, settings: BuildSettings) -> None:
+    """Build (or fetch) every variant of the order into its store, --jobs at a time on the
+    engine; each outcome as JSON with --format json; BuildFailed naming how many failed."""
+    from tfbuild.build.stage import build_many
+    from tfbuild.engine import docker_status
+    from tfbuild.progress import make_reporter
+
+    if (refusal := engine_refusal(order, docker_status())) is not None:
+        raise EngineUnavailable(refusal)
     reporter = make_reporter(settings.quiet)
     outcomes: list[BuildOutcome] = []
+    options = settings.options()
     with reporter:
-        failures = build_many(planned, plan, store, reporter, options, settings.jobs, outcomes)
-    if as_json:
-        ids = {pv.variant.name: pv.variant.id for pv in planned}
-        click.echo(json.dumps(_built_json(store, outcomes, ids), indent=2))
+        failures = build_many(
+            order.planned, order.plan, order.store, reporter, options, settings.jobs, outcomes
+        )
+    if settings.as_json:
+        click.echo(json.dumps(_built_json(order, outcomes), indent=2))
     if failures:
-        raise BuildFailed(f"{len(failures)} of {len(planned)} builds failed; see above")
+        raise BuildFailed(f"{len(failures)} of {len(order.planned)} builds failed; see above")
 
 
-def _built_json(
-    store: WheelStore, outcomes: list[BuildOutcome], ids: dict[str, str]
-) -> dict[str, object]:
+def _built_json(order: BuildOrder, outcomes: list[BuildOutcome]) -> dict[str, object]:
     """`build --format json`: every variant's outcome in the order asked, with what the store
     now holds for it (its wheel and that wheel's sha256, from the manifest beside it)."""
-    order = list(ids)
+    ids = {pv.variant.name: pv.variant.id for pv in order.planned}
+    order_asked = list(ids)
     rows = []
-    for outcome in sorted(outcomes, key=lambda o: order.index(o.variant)):
-        manifest = store.read_manifest(ids[outcome.variant]) if outcome.wheel else None
+    for outcome in sorted(outcomes, key=lambda o: order_asked.index(o.variant)):
+        manifest = order.store.read_manifest(ids[outcome.variant]) if outcome.wheel else None
         rows.append({
             "variant": outcome.variant,
             "status": outcome.status,
@@ -240,7 +309,16 @@ def _built_json(
             "seconds": round(outcome.seconds, 1),
             "log": str(outcome.log) if outcome.log else None,
         })  # fmt: skip
-    return {"store": str(store.root), "builds": rows}
+    return {"store": str(order.store.root), "builds": rows}
+
+
+def _print_dry_runs(order: BuildOrder, settings: BuildSettings) -> None:
+    """`build --dry-run`: each variant's rendered recipe on stdout; refused with --format json."""
+    if settings.as_json:
+        raise UsageError("--dry-run prints the recipes, not a JSON document: drop --format json")
+    options = settings.options()
+    for pv in order.planned:
+        _print_dry_run(pv, order.plan, options)
 
 
 def _print_dry_run(planned: PlannedVariant, plan: Plan, options: BuildOptions) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -21,12 +21,15 @@ from tfbuild.errors import RegressionFound, UsageError
 if TYPE_CHECKING:
     from tfbuild.analysis.gate import Gate
     from tfbuild.analysis.reported import HostReport
+    from tfbuild.analysis.scenarios import Scenario
     from tfbuild.analysis.sessions import Session
 
 
 @dataclass(frozen=True, kw_only=True)
 class CompareSettings:
     results: tuple[Path, ...]
+    results_given: tuple[str, ...] = ()
+    """RESULTS as typed, for the requirements file's header."""
     fmt: str
     output: Path | None
     against: tuple[Path, ...]
@@ -41,6 +44,60 @@ class CompareSettings:
     brief: bool = False
     weights: tuple[str, ...] = ()
     """--weight as typed (checked against the benchmarks the results measured)."""
+    requirements: Path | None = None
+    wheels_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.brief and self.fmt != "table":
+            raise UsageError(
+                f"--brief shortens the terminal report; --format {self.fmt} shows it whole"
+            )
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> CompareSettings:
+        """From the options of `compare`, each checked in the order a mistake is named:
+        --margin, RESULTS, --against, --fail-above, then --brief with its format."""
+        margin = _margin(params["margin"])
+        return cls(
+            results=results_paths(params["results_files"], "RESULTS"),
+            results_given=params["results_files"],
+            fmt=params["fmt"],
+            output=params["output"],
+            against=results_paths(params["against"]) if params["against"] else (),
+            against_given=params["against"],
+            fail_above=parse_fraction("--fail-above", params["fail_above"]),
+            allow_different_hosts=params["allow_different_hosts"],
+            new_class_passes=params["new_class_passes"],
+            new_suite_passes=params["new_suite_passes"],
+            margin=margin,
+            everything=params["everything"],
+            brief=params["brief"],
+            weights=params["weights"],
+            requirements=params["requirements"],
+            wheels_url=params["wheels_url"],
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistorySettings:
+    """What `compare --history` is asked: the nights, and the format and place of the trend."""
+
+    results: tuple[Path, ...]
+    fmt: str
+    output: Path | None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> HistorySettings:
+        """From the options of `compare`; refused with those of one comparison (--against,
+        --requirements), and without reading the others."""
+        if params["against"] or params["requirements"]:
+            raise UsageError("--history shows the nights given; --against and --requirements "
+                             "belong to one comparison: run them without --history")  # fmt: skip
+        return cls(
+            results=results_paths(params["results_files"], "RESULTS"),
+            fmt=params["fmt"],
+            output=params["output"],
+        )
 
 
 def with_requirements(report: HostReport, path: Path, source: str) -> HostReport:
@@ -180,23 +237,7 @@ def _margin(value: str | None) -> float | None:
     "writes it): the 'use this' commands install from there.",
 )
 @debug_option
-def compare(
-    results_files: tuple[str, ...],
-    fmt: str,
-    output: Path | None,
-    against: tuple[str, ...],
-    fail_above: str,
-    allow_different_hosts: bool,
-    new_class_passes: bool,
-    new_suite_passes: bool,
-    requirements: Path | None,
-    everything: bool,
-    brief: bool,
-    margin: str | None,
-    weights: tuple[str, ...],
-    history: bool,
-    wheels_url: str | None,
-) -> None:
+def compare(**params: Any) -> None:
     """Rank the configs of one or more results files (RESULTS: files, folders of them, or
     quoted patterns) against the baseline.
 
@@ -213,53 +254,44 @@ def compare(
     benchmark in common), a line per cause; the report says how many configs and benchmarks
     it compared.
     """
-    from tfbuild.analysis.choice import published
-    from tfbuild.analysis.host_report import analyse
     from tfbuild.analysis.sessions import load_sessions
 
-    if history:
-        if against or requirements:
-            raise UsageError("--history shows the nights given; --against and --requirements "
-                             "belong to one comparison: run them without --history")  # fmt: skip
-        _write(_history_text(results_paths(results_files, "RESULTS"), fmt), output)
+    if params["history"]:
+        history = HistorySettings.from_params(params)
+        _write(_history_text(history.results, history.fmt), history.output)
         return
-    chosen_margin = _margin(margin)
-    settings = CompareSettings(
-        results=results_paths(results_files, "RESULTS"),
-        fmt=fmt,
-        output=output,
-        against=results_paths(against) if against else (),
-        against_given=against,
-        fail_above=parse_fraction("--fail-above", fail_above),
-        allow_different_hosts=allow_different_hosts,
-        new_class_passes=new_class_passes,
-        new_suite_passes=new_suite_passes,
-        margin=chosen_margin,
-        everything=everything,
-        brief=brief,
-        weights=weights,
-    )
-    if settings.brief and settings.fmt != "table":
-        raise UsageError(f"--brief shortens the terminal report; --format {fmt} shows it whole")
+    settings = CompareSettings.from_params(params)
     sessions = load_sessions(settings.results)
-    measured = list(dict.fromkeys(b for s in sessions for b in s.results.suite.benchmarks))
-    # without --weight each session is weighed as it recorded (bench and run --weight)
-    weighed = parse_weights(settings.weights, measured) if settings.weights else None
-    reports = analyse(sessions, settings.margin, power=True, weights=weighed)
-    if wheels_url:
-        reports = [
-            dataclasses.replace(r, choice=published(r.choice, wheels_url)) if r.choice else r
-            for r in reports
-        ]
-    if requirements is not None:
-        chosen = _requirements_of(reports, requirements)
-        reports = [with_requirements(chosen, requirements, " ".join(results_files))]
+    reports = _reports(sessions, settings)
     verdict = _gated(settings, sessions)
     text = _rendered(reports, verdict, settings)
     if text is not None:
         _write(text, settings.output)
     if verdict is not None:
         _say_gate(verdict, settings)
+
+
+def _reports(sessions: Sequence[Session], settings: CompareSettings) -> list[HostReport]:
+    """Each machine class's report, at the margin and with the weights asked; its 'use this'
+    installing from --wheels-url, and naming the --requirements file, written."""
+    from tfbuild.analysis.choice import published
+    from tfbuild.analysis.host_report import analyse
+
+    measured = list(dict.fromkeys(b for s in sessions for b in s.results.suite.benchmarks))
+    # without --weight each session is weighed as it recorded (bench and run --weight)
+    weighed = parse_weights(settings.weights, measured) if settings.weights else None
+    reports = analyse(sessions, settings.margin, power=True, weights=weighed)
+    if settings.wheels_url:
+        url = settings.wheels_url
+        reports = [
+            dataclasses.replace(r, choice=published(r.choice, url)) if r.choice else r
+            for r in reports
+        ]
+    if settings.requirements is not None:
+        chosen = _requirements_of(reports, settings.requirements)
+        source = " ".join(settings.results_given)
+        reports = [with_requirements(chosen, settings.requirements, source)]
+    return reports
 
 
 def _gated(settings: CompareSettings, sessions: Sequence[Session]) -> Gate | None:
@@ -425,44 +457,65 @@ def scenarios(
     speeds are set (SCENARIO: their names; default: all): each session runs the bench
     session's own rounds, looks and stop on drawn processes, and its report's answer is scored
     against the truth at the margin it names. Nothing is installed or run."""
-    import os
+    chosen = named_scenarios(names)
+    found = saved_scenarios(saved) if saved is not None else _simulated(chosen, sessions, workers)
+    _write(found.text(fmt), output)
 
-    from tfbuild.analysis.scenarios import (
-        SCENARIOS,
-        SCHEMA,
-        ScenarioRun,
-        document,
-        run_scenarios,
-    )
-    from tfbuild.files import atomic_write_text
-    from tfbuild.report.scenarios import scenarios_markdown, scenarios_text
+
+@dataclass(frozen=True)
+class ScenariosFound:
+    """A run of the scenarios as its JSON document (`analysis.scenarios.document`): what
+    --format json prints and --from reads back."""
+
+    document: Mapping[str, Any]
+
+    def text(self, fmt: str) -> str:
+        """The run in the format asked: the document itself, or its tables."""
+        from tfbuild.analysis.scenarios import ScenarioRun
+        from tfbuild.report.scenarios import scenarios_markdown, scenarios_text
+
+        if fmt == "json":
+            return json.dumps(self.document, indent=2) + "\n"
+        if fmt == "markdown":
+            return scenarios_markdown(ScenarioRun.from_json(self.document))
+        return scenarios_text(ScenarioRun.from_json(self.document))
+
+
+def named_scenarios(names: Sequence[str]) -> tuple[Scenario, ...]:
+    """The scenarios named, in the order named (none named: all of them); a usage error naming
+    the first unknown name and those known."""
+    from tfbuild.analysis.scenarios import SCENARIOS
 
     known = {s.name: s for s in SCENARIOS}
     if unknown := [n for n in names if n not in known]:
         raise UsageError(f"unknown scenario {unknown[0]!r}; known: {', '.join(known)}")
-    if saved is not None:
-        try:
-            doc = json.loads(saved.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"--from {saved}: not a scenarios run ({exc})") from exc
-        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-            found = doc.get("schema") if isinstance(doc, dict) else None
-            raise UsageError(
-                f"--from {saved}: a scenarios run of schema {found!r}, where this tfbuild reads "
-                f"{SCHEMA!r}: run the scenarios again"
-            )
-    else:
-        chosen = [known[n] for n in names] if names else list(SCENARIOS)
-        tallies = run_scenarios(chosen, sessions, workers or os.cpu_count() or 1)
-        doc = document(tallies, sessions, 0)
-    if fmt == "json":
-        text = json.dumps(doc, indent=2) + "\n"
-    elif fmt == "markdown":
-        text = scenarios_markdown(ScenarioRun.from_json(doc))
-    else:
-        text = scenarios_text(ScenarioRun.from_json(doc))
-    if output is not None:
-        atomic_write_text(output, text)
-        click.echo(f"wrote {output}", err=True)
-    else:
-        click.echo(text, nl=False)
+    return tuple(known[n] for n in names) if names else SCENARIOS
+
+
+def saved_scenarios(path: Path) -> ScenariosFound:
+    """An earlier run of the scenarios, read back from its --format json (`--from`); a usage
+    error when the file is no JSON, or a run of another schema."""
+    from tfbuild.analysis.scenarios import SCHEMA
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--from {path}: not a scenarios run ({exc})") from exc
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        found = doc.get("schema") if isinstance(doc, dict) else None
+        raise UsageError(
+            f"--from {path}: a scenarios run of schema {found!r}, where this tfbuild reads "
+            f"{SCHEMA!r}: run the scenarios again"
+        )
+    return ScenariosFound(doc)
+
+
+def _simulated(chosen: Sequence[Scenario], sessions: int, workers: int | None) -> ScenariosFound:
+    """The scenarios run now, `sessions` sessions each, on `workers` processes (default: one a
+    CPU)."""
+    import os
+
+    from tfbuild.analysis.scenarios import document, run_scenarios
+
+    tallies = run_scenarios(chosen, sessions, workers or os.cpu_count() or 1)
+    return ScenariosFound(document(tallies, sessions, 0))

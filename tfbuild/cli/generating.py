@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,9 @@ from tfbuild.cli.values import parse_fraction, results_paths
 from tfbuild.config.model import Matrix
 from tfbuild.config.settings import STORE_DEFAULT
 from tfbuild.errors import BadWheel, StaleOutput, UsageError
+
+if TYPE_CHECKING:
+    from tfbuild.ci import settings as ci_settings
 
 
 @cli.command()
@@ -82,6 +86,28 @@ class GithubSettings:
     publish: bool
     check: bool
     workload: Path | None
+
+    @property
+    def matrix_shown(self) -> str:
+        """The matrix as the workflow and its messages name it."""
+        return str(self.matrix) if self.matrix is not None else "matrix.yaml"
+
+    def generator(self) -> ci_settings.Settings:
+        """What the workflow is generated from: these options, each path as the jobs read it
+        in their checkout."""
+        from tfbuild.ci import settings as ci_settings
+
+        return ci_settings.Settings(
+            matrix_file=self.matrix_shown,
+            out=str(self.out),
+            install=self.install,
+            build_runner=self.build_runner,
+            bench_runners=self.bench_runners,
+            bench_hosts=self.bench_hosts,
+            fail_above=self.fail_above,
+            publish=self.publish,
+            workload=None if self.workload is None else self.workload.as_posix(),
+        )
 
 
 def _bench_hosts(given: tuple[str, ...]) -> dict[str, str]:
@@ -174,7 +200,6 @@ def github(
     runner, compare with a regression gate against the last passing night on the same machine
     class. Every job installs tfbuild from the repository it checks out."""
     from tfbuild.ci import notes, workflow
-    from tfbuild.ci import settings as ci_settings
     from tfbuild.files import atomic_write_text
 
     parse_fraction("--fail-above", fail_above)
@@ -192,38 +217,30 @@ def github(
     )
     matrix = read_matrix(settings.matrix)
     _nightly_workload(matrix, settings.workload)
-    shown = str(settings.matrix) if settings.matrix is not None else "matrix.yaml"
-    generator = ci_settings.Settings(
-        matrix_file=shown,
-        out=str(settings.out),
-        install=settings.install,
-        build_runner=settings.build_runner,
-        bench_runners=settings.bench_runners,
-        bench_hosts=settings.bench_hosts,
-        fail_above=settings.fail_above,
-        publish=settings.publish,
-        workload=None if settings.workload is None else settings.workload.as_posix(),
-    )
+    generator = settings.generator()
     text = workflow.render(matrix, generator)
-    if not settings.check and not _under_workflows(settings.out):
-        click.echo(
-            f"tfbuild: warning: {settings.out} is not under .github/workflows/, the only place "
-            "GitHub runs workflows from; commit it there (any name: its drift check reads the "
-            "path it is committed at)",
-            err=True,
-        )
     if settings.check:
-        if not workflow.is_current(settings.out, text):
-            raise StaleOutput(
-                f"{settings.out} is not what `tfbuild ci github` generates from {shown} now; "
-                f"regenerate it with the same command without --check"
-            )
-        click.echo(f"{settings.out} is current")
+        check_current(settings, text)
         return
+    if (warning := outside_workflows(settings.out)) is not None:
+        click.echo(f"tfbuild: warning: {warning}", err=True)
     atomic_write_text(settings.out, text)
     click.echo(f"wrote {settings.out}")
     for line in notes.summary(matrix, generator):
         click.echo(f"  {line}")
+
+
+def check_current(settings: GithubSettings, text: str) -> None:
+    """`ci github --check`: whether the file is the workflow `text`, said; StaleOutput when it
+    is not."""
+    from tfbuild.ci import workflow
+
+    if not workflow.is_current(settings.out, text):
+        raise StaleOutput(
+            f"{settings.out} is not what `tfbuild ci github` generates from "
+            f"{settings.matrix_shown} now; regenerate it with the same command without --check"
+        )
+    click.echo(f"{settings.out} is current")
 
 
 def _nightly_workload(matrix: Matrix, path: Path | None) -> None:
@@ -241,9 +258,16 @@ def _nightly_workload(matrix: Matrix, path: Path | None) -> None:
     with_forms(matrix, (), workload)
 
 
-def _under_workflows(path: Path) -> bool:
+def outside_workflows(path: Path) -> str | None:
+    """Why GitHub would not run the workflow written at `path`: it is not under
+    .github/workflows/; None when it is."""
     parts = path.resolve().parts
-    return any(parts[i : i + 2] == (".github", "workflows") for i in range(len(parts) - 2))
+    if any(parts[i : i + 2] == (".github", "workflows") for i in range(len(parts) - 2)):
+        return None
+    return (
+        f"{path} is not under .github/workflows/, the only place GitHub runs workflows from; "
+        "commit it there (any name: its drift check reads the path it is committed at)"
+    )
 
 
 def _results_into(into_help: str) -> Callable[[F], F]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,6 +24,12 @@ from tfbuild.cli.values import cache_folder, console
 from tfbuild.config.model import INHERIT_PIP, PipSettings
 from tfbuild.errors import BadWheel, IncompatibleWheel, UsageError
 from tfbuild.machine.profile import Gpu
+
+if TYPE_CHECKING:
+    from tfbuild.audit.model import AuditReport
+    from tfbuild.audit.qemu import Emulated
+    from tfbuild.audit.verdict import Target, WheelVerdict
+    from tfbuild.progress import Reporter
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,15 +139,7 @@ def inspect(
     machine's GPUs (or --gpu), the code that runs on each or the architectures missing.
     Exits 6 when the wheel cannot run on the target.
     """
-    from tfbuild.audit.inspect import inspect_wheel
-    from tfbuild.audit.verdict import (
-        target_for_host,
-        target_for_model,
-        verdict,
-        with_gpus,
-    )
-    from tfbuild.progress import make_reporter
-    from tfbuild.report.inspection import inspect_view
+    from tfbuild.audit.verdict import verdict
 
     settings = InspectSettings(
         target=target,
@@ -153,41 +153,72 @@ def inspect(
         cache_dir=cache_folder(cache_dir),
     )
     argument = WheelArgument.resolve(settings.target, settings.matrix, settings.store)
+    report = _audited(argument, settings)
+    goal = audit_target(settings)
+    result = verdict(report, goal)
+    _say_inspection(report, result, goal, settings.as_json)
+    if result.runs is False:
+        raise IncompatibleWheel(f"{argument.wheel.name}: {'; '.join(result.blockers)}")
+
+
+@dataclass
+class AuditProgress:
+    """`inspect`'s progress, in MB of machine code: started at the first object audited, then
+    a step each twentieth of the wheel (and the last)."""
+
+    reporter: Reporter
+    wheel: str
+    started: bool = False
+    shown: int = 0
+    """Bytes of code audited at the last step said."""
+
+    def __call__(self, done: int, total: int, name: str) -> None:
+        if not self.started:
+            self.reporter.start(max(1, total >> 20), f"auditing {self.wheel}, MB of code")
+            self.started = True
+        if (done - self.shown) * 20 >= total or done == total:
+            self.reporter.advance(name.rsplit("/", 1)[-1], (done >> 20) - (self.shown >> 20))
+            self.shown = done
+
+
+def _audited(argument: WheelArgument, settings: InspectSettings) -> AuditReport:
+    """The wheel's audit (cached unless --refresh), its progress on stderr."""
+    from tfbuild.audit.inspect import inspect_wheel
+    from tfbuild.progress import make_reporter
+
     reporter = make_reporter(False)
-    state = {"started": 0, "shown": 0}
-
-    def progress(done: int, total: int, name: str) -> None:
-        """In MB of machine code, a step each twentieth of the wheel (and the last)."""
-        if not state["started"]:
-            reporter.start(max(1, total >> 20), f"auditing {argument.wheel.name}, MB of code")
-            state["started"] = 1
-        if (done - state["shown"]) * 20 >= total or done == total:
-            reporter.advance(name.rsplit("/", 1)[-1], (done >> 20) - (state["shown"] >> 20))
-            state["shown"] = done
-
     with reporter:
-        report = inspect_wheel(
+        return inspect_wheel(
             argument.wheel,
             settings.cache_dir,
             settings.refresh,
             pip_settings=argument.pip,
-            progress=progress,
+            progress=AuditProgress(reporter, argument.wheel.name),
         )
+
+
+def audit_target(settings: InspectSettings) -> Target:
+    """What the verdict is for: the CPU named (--cpu), else this machine or the one a saved
+    profile describes (--host); with the GPUs named (--gpu) instead of its own."""
+    from tfbuild.audit.verdict import target_for_host, target_for_model, with_gpus
+
     goal = (
         target_for_model(settings.cpu_model)
         if settings.cpu_model
         else target_for_host(machine(settings.host))
     )
-    if settings.gpus:
-        goal = with_gpus(goal, settings.gpus)
-    result = verdict(report, goal)
-    if settings.as_json:
+    return with_gpus(goal, settings.gpus) if settings.gpus else goal
+
+
+def _say_inspection(report: AuditReport, result: WheelVerdict, goal: Target, as_json: bool) -> None:
+    """The audit and its verdict: the versioned JSON report, or the tables."""
+    from tfbuild.report.inspection import inspect_view
+
+    if as_json:
         shown = {**report.to_json(cached=True), "verdict": result.to_json(goal.label)}
         click.echo(json.dumps(shown, indent=2))
     else:
         console().print(inspect_view(report, result, goal))
-    if result.runs is False:
-        raise IncompatibleWheel(f"{argument.wheel.name}: {'; '.join(result.blockers)}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -249,10 +280,7 @@ def verify(
     Exits 6 when the wheel fails on any model.
     """
     from tfbuild.audit import qemu
-    from tfbuild.files import sha256_of
     from tfbuild.runtime.base import local_env
-    from tfbuild.runtime.venv import LocalVenv
-    from tfbuild.store import Artifact
     from tfbuild.wheelfile import top_level
 
     settings = VerifySettings(
@@ -269,18 +297,43 @@ def verify(
     for model in settings.models:
         qemu.check_model(model)
     argument = WheelArgument.resolve(settings.target, settings.matrix, settings.store)
+    python = _installed(argument, settings)
+    snippet = check_snippet(top_level(argument.wheel))
+    outcomes = [
+        qemu.run(m, python, snippet, local_env({}), settings.timeout) for m in settings.models
+    ]
+    _say_emulated(argument.wheel, outcomes, settings.as_json)
+    if failed := [o.model for o in outcomes if not o.passed]:
+        raise IncompatibleWheel(f"{argument.wheel.name} fails on {', '.join(failed)}")
+
+
+def _installed(argument: WheelArgument, settings: VerifySettings) -> Path:
+    """The interpreter of a cached venv the wheel is installed into, with its constraints and
+    those of --constraint."""
+    from tfbuild.files import sha256_of
+    from tfbuild.runtime.venv import LocalVenv
+    from tfbuild.store import Artifact
+
     wheel = argument.wheel
     constraints = (*argument.constraints, *settings.constraints)
     artifact = Artifact(wheel.name, wheel, sha256_of(wheel), constraints, None)
     venv = LocalVenv(artifact, settings.cache_dir, argument.pip)
     venv.prepare()
-    packages = top_level(wheel)
-    snippet = qemu.TF_SNIPPET if "tensorflow" in packages else qemu.import_snippet(packages)
-    outcomes = [
-        qemu.run(m, venv.interpreter, snippet, local_env({}), settings.timeout)
-        for m in settings.models
-    ]
-    if settings.as_json:
+    return venv.interpreter
+
+
+def check_snippet(packages: Sequence[str]) -> str:
+    """What the emulated run executes: for TensorFlow a matmul and a one-step GRU, else an
+    import of each of the wheel's top-level packages."""
+    from tfbuild.audit import qemu
+
+    return qemu.TF_SNIPPET if "tensorflow" in packages else qemu.import_snippet(packages)
+
+
+def _say_emulated(wheel: Path, outcomes: Sequence[Emulated], as_json: bool) -> None:
+    """Each emulated run's outcome: as JSON, or a line a model (with the tail of stderr of a
+    run that failed)."""
+    if as_json:
         click.echo(
             json.dumps({"wheel": wheel.name, "results": [asdict(o) for o in outcomes]}, indent=2)
         )
@@ -289,6 +342,3 @@ def verify(
             click.echo(f"{o.model}: {o.message} ({o.seconds:.1f} s)")
             if not o.passed and o.stderr_tail:
                 click.echo("  " + o.stderr_tail.replace("\n", "\n  "))
-    failed = [o.model for o in outcomes if not o.passed]
-    if failed:
-        raise IncompatibleWheel(f"{wheel.name} fails on {', '.join(failed)}")

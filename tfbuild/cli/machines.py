@@ -7,7 +7,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,6 +25,10 @@ from tfbuild.cli.values import Selection, console
 from tfbuild.config.model import Matrix
 from tfbuild.config.settings import Cascade, Setting, session_settings
 from tfbuild.errors import UsageError
+
+if TYPE_CHECKING:
+    from tfbuild.machine.profile import HostProfile
+    from tfbuild.plan.make import Plan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +79,6 @@ def detect(
     With --matrix, also says how many of that matrix's configs can run on the machine.
     """
     from tfbuild.files import atomic_write_json
-    from tfbuild.machine.detect import profile_from_cpuinfo
     from tfbuild.report.terminal import host_view
     from tfbuild.resources import data_path
 
@@ -90,10 +93,7 @@ def detect(
     if settings.schema:
         click.echo(data_path("schemas/host.schema.json").read_text(encoding="utf-8"), nl=False)
         return
-    if settings.cpuinfo is not None:
-        profile = profile_from_cpuinfo(settings.cpuinfo)
-    else:
-        profile = machine(settings.host)
+    profile = described_machine(settings)
     document = profile.to_json()
     if settings.output is not None:
         atomic_write_json(settings.output, document)
@@ -104,12 +104,27 @@ def detect(
     out.print(host_view(profile))
     if settings.matrix is not None:
         plan = plan_here(read_matrix(settings.matrix), profile)
-        runnable = [pv.variant.name for pv in plan.variants if pv.verdict.runs]
-        out.print(
-            f"\n{settings.matrix}: {len(runnable)} of {len(plan.variants)} variants can run "
-            f"here ({', '.join(runnable) or 'none'}); `tfbuild matrix` says why the others "
-            "cannot"
-        )
+        out.print(runnable_here(settings.matrix, plan))
+
+
+def described_machine(settings: DetectSettings) -> HostProfile:
+    """The machine `detect` describes: the one a saved /proc/cpuinfo comes from (--cpuinfo),
+    the one a saved profile describes (--host), or this one."""
+    from tfbuild.machine.detect import profile_from_cpuinfo
+
+    if settings.cpuinfo is not None:
+        return profile_from_cpuinfo(settings.cpuinfo)
+    return machine(settings.host)
+
+
+def runnable_here(matrix_path: Path, plan: Plan) -> str:
+    """`detect --matrix`: how many of the matrix's variants can run on the machine, which."""
+    runnable = [pv.variant.name for pv in plan.variants if pv.verdict.runs]
+    return (
+        f"\n{matrix_path}: {len(runnable)} of {len(plan.variants)} variants can run "
+        f"here ({', '.join(runnable) or 'none'}); `tfbuild matrix` says why the others "
+        "cannot"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

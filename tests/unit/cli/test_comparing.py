@@ -15,6 +15,16 @@ import pytest
 from support.cli import RESULTS, run_tfbuild
 from support.env import FIXTURES
 
+from tfbuild.analysis.scenarios import SCENARIOS
+from tfbuild.cli.comparing import (
+    CompareSettings,
+    HistorySettings,
+    compare,
+    named_scenarios,
+    saved_scenarios,
+)
+from tfbuild.errors import UsageError
+
 AA = RESULTS / "aa-run-epyc.json.gz"
 """A sequential A/A session: stock and a copy of it, 7 benchmarks, no runtime recorded."""
 FORMS = RESULTS / "forms-gru.json.gz"
@@ -315,3 +325,76 @@ def test_scenarios_refuse_an_unknown_name_and_a_file_that_is_no_scenarios_run(
     assert refused("scenarios", "--from", str(broken)).startswith(
         f"tfbuild: --from {broken}: not a scenarios run ("
     )
+
+
+def given(*args: str) -> dict[str, Any]:
+    """The options `compare` receives from this command line (click parses it)."""
+    with compare.make_context("compare", list(args)) as ctx:
+        return dict(ctx.params)
+
+
+def test_compare_reads_its_options_into_one_record(tmp_path: Path) -> None:
+    """RESULTS and --against as files, and as typed; the percentages as fractions."""
+    settings = CompareSettings.from_params(
+        given(str(AA), "--against", str(RESULTS), "--margin", "3%", "--fail-above", "2%",
+              "--requirements", str(tmp_path / "r.txt"), "--weight", "gru-keras=2")
+    )  # fmt: skip
+    assert settings.results == (AA,) and settings.results_given == (str(AA),)
+    assert AA in settings.against and settings.against_given == (str(RESULTS),)
+    assert settings.margin == pytest.approx(0.03) and settings.fail_above == pytest.approx(0.02)
+    assert settings.requirements == tmp_path / "r.txt" and settings.weights == ("gru-keras=2",)
+    assert (settings.fmt, settings.brief, settings.wheels_url) == ("table", False, None)
+
+
+def test_compare_names_the_first_mistake_in_the_order_its_options_are_read(tmp_path: Path) -> None:
+    """--margin, then RESULTS, then --against, then --fail-above, and --brief with another
+    format last: each line below corrects the mistake named on the line before."""
+    missing = str(tmp_path / "missing.json")
+    later = ["--fail-above", "y", "--brief", "--format", "json"]
+    for args, said in [
+        ([missing, "--margin", "x", "--against", missing, *later], "--margin 'x': "),
+        ([missing, "--against", missing, *later], f"RESULTS {missing!r}: no results there"),
+        ([str(AA), "--against", missing, *later], f"--against {missing!r}: no results there"),
+        ([str(AA), *later], "--fail-above 'y': expected a percentage"),
+        ([str(AA), "--brief", "--format", "json"], "--brief shortens the terminal report; "
+                                                   "--format json shows it whole"),
+    ]:  # fmt: skip
+        with pytest.raises(UsageError) as refused:
+            CompareSettings.from_params(given(*args))
+        assert str(refused.value).startswith(said), args
+
+
+def test_history_refuses_the_options_of_one_comparison_and_reads_no_other() -> None:
+    history = HistorySettings.from_params(given(str(NIGHTS), "--history", "--margin", "x"))
+    assert history.results == tuple(sorted(NIGHTS.glob("*.json"))) and history.fmt == "table"
+    for extra in (["--against", str(AA)], ["--requirements", "r.txt"]):
+        with pytest.raises(UsageError, match="belong to one comparison"):
+            HistorySettings.from_params(given(str(NIGHTS), "--history", *extra))
+
+
+def test_scenarios_are_those_named_in_that_order_or_all() -> None:
+    assert [s.name for s in named_scenarios(["margin-2", "null-2"])] == ["margin-2", "null-2"]
+    assert named_scenarios([]) == SCENARIOS
+    with pytest.raises(UsageError, match=r"^unknown scenario 'null-3'; known: null-2, null-6, "):
+        named_scenarios(["null-2", "null-3"])
+
+
+def test_a_saved_scenarios_run_is_read_back_only_from_a_run_of_this_schema(tmp_path: Path) -> None:
+    """The run is handed on as its document (--format json prints it as read); a file that is
+    no JSON, JSON that is no object, and a run of another schema are refused, naming it."""
+    saved = FIXTURES / "scenarios.json"
+    found = saved_scenarios(saved)
+    assert found.document == json.loads(saved.read_text())
+    assert json.loads(found.text("json")) == found.document
+    assert "null-2" in found.text("markdown") and "null-2" in found.text("table")
+    broken, listed = tmp_path / "broken.json", tmp_path / "list.json"
+    broken.write_text("{")
+    listed.write_text("[1]")
+    with pytest.raises(UsageError, match=f"^--from {broken}: not a scenarios run \\("):
+        saved_scenarios(broken)
+    with pytest.raises(UsageError, match=f"^--from {listed}: a scenarios run of schema None, "):
+        saved_scenarios(listed)
+    with pytest.raises(
+        UsageError, match=r"of schema 'tfbuild\.results/2', where this tfbuild reads"
+    ):
+        saved_scenarios(RESULTS / "aa-run.json")

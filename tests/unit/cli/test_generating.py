@@ -5,6 +5,7 @@ any workflow is written; --check's verdict on a workflow as generated and as edi
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -12,11 +13,18 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 from support.cext import tagged_wheel
 from support.cli import run_tfbuild
-from support.env import FIXTURES
+from support.env import FIXTURES, REPO
+
+from tfbuild.ci import workflow
+from tfbuild.cli.generating import GithubSettings, check_current, outside_workflows
+from tfbuild.config.load import load_matrix
+from tfbuild.errors import StaleOutput
 
 HASWELL = FIXTURES / "cpuinfo" / "haswell-xeon-e5-2680v3.cpuinfo"
 WORKFLOW = ".github/workflows/nightly.yml"
@@ -201,3 +209,59 @@ def test_ci_github_takes_a_saved_profile_for_a_bench_runner(tmp_path: Path) -> N
     include = workflow["jobs"]["bench"]["strategy"]["matrix"]["include"]
     assert [entry["runner"] for entry in include] == ["haswell-box"]
     assert "hosts/haswell.json" in (tmp_path / WORKFLOW).read_text()
+
+
+def nightly(**given: Any) -> GithubSettings:
+    """`ci github`'s settings with these options, the others at their defaults."""
+    defaults = GithubSettings(
+        matrix=None, out=Path(WORKFLOW), install="pip install .", build_runner=None,
+        bench_runners=("ubuntu-latest",), bench_hosts={}, fail_above="5%", publish=False,
+        check=False, workload=None,
+    )  # fmt: skip
+    return dataclasses.replace(defaults, **given)
+
+
+def test_the_workflow_is_generated_from_the_options_as_the_jobs_read_them() -> None:
+    """The matrix as given (none: matrix.yaml, found in the checkout), paths as strings with
+    forward slashes; the other options as they are."""
+    plain = nightly().generator()
+    assert (plain.matrix_file, plain.out, plain.workload) == ("matrix.yaml", WORKFLOW, None)
+    generator = nightly(
+        matrix=Path("ci/matrix.yaml"), workload=Path("models/gru.keras"), publish=True,
+        bench_runners=("ubuntu-latest", "skx"), bench_hosts={"skx": "hosts/skx.json"},
+        build_runner="big", fail_above="3%", install="pip install -e .",
+    ).generator()  # fmt: skip
+    assert generator.matrix_file == "ci/matrix.yaml" and generator.workload == "models/gru.keras"
+    assert generator.bench_runners == ("ubuntu-latest", "skx") and generator.publish is True
+    assert generator.bench_hosts == {"skx": "hosts/skx.json"} and generator.build_runner == "big"
+    assert (generator.fail_above, generator.install) == ("3%", "pip install -e .")
+
+
+def test_github_runs_workflows_only_from_under_github_workflows(tmp_path: Path) -> None:
+    assert outside_workflows(tmp_path / ".github" / "workflows" / "nightly.yml") is None
+    assert outside_workflows(tmp_path / "ci" / ".github" / "workflows" / "n.yml") is None
+    said = outside_workflows(tmp_path / ".github" / "nightly.yml")
+    assert said == (
+        f"{tmp_path / '.github' / 'nightly.yml'} is not under .github/workflows/, the only place "
+        "GitHub runs workflows from; commit it there (any name: its drift check reads the path "
+        "it is committed at)"
+    )
+
+
+def test_check_passes_the_workflow_as_generated_and_names_the_matrix_when_it_is_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / ".github" / "workflows" / "nightly.yml"
+    settings = nightly(matrix=Path("matrix.yaml"), out=out, check=True)
+    text = workflow.render(load_matrix(REPO / "matrix.yaml"), settings.generator())
+    out.parent.mkdir(parents=True)
+    out.write_text(text)
+    check_current(settings, text)
+    assert capsys.readouterr().out == f"{out} is current\n"
+    out.write_text(text + "# edited\n")
+    with pytest.raises(StaleOutput) as stale:
+        check_current(settings, text)
+    assert str(stale.value) == (
+        f"{out} is not what `tfbuild ci github` generates from matrix.yaml now; regenerate it "
+        "with the same command without --check"
+    )

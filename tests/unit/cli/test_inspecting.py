@@ -6,7 +6,9 @@ qemu-user, the same wheel run on emulated CPUs."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import io
 import json
 import shutil
 import subprocess
@@ -15,10 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from support.cli import run_tfbuild
 from support.env import FIXTURES, require
 
+from tfbuild.audit import qemu
+from tfbuild.audit.verdict import gpu_for_arch
+from tfbuild.cli.inspecting import AuditProgress, InspectSettings, audit_target, check_snippet
 from tfbuild.machine.detect import profile_from_cpuinfo
+from tfbuild.progress import Reporter
 
 WHEEL = "pkg-1.0-cp311-cp311-linux_x86_64.whl"
 CPUINFO = FIXTURES / "cpuinfo"
@@ -231,3 +238,55 @@ def test_verify_refuses_a_cpu_model_qemu_does_not_know_before_installing(
     assert not cache.exists()
     without = run_tfbuild("verify", str(avx2_wheel))
     assert without.returncode == 64 and "Error: Missing option '--cpu'." in without.stderr
+
+
+def inspecting(**given: Any) -> InspectSettings:
+    """`inspect`'s settings with these options, the others at their defaults."""
+    defaults = InspectSettings(
+        target=WHEEL, matrix=None, store=Path("wheels"), host=None, cpu_model=None, gpus=(),
+        as_json=False, refresh=False, cache_dir=Path("cache"),
+    )  # fmt: skip
+    return dataclasses.replace(defaults, **given)
+
+
+def test_the_verdict_is_for_the_cpu_named_or_the_saved_machine_with_the_gpus_named(
+    tmp_path: Path,
+) -> None:
+    """--cpu names the CPU; else --host's saved machine (its CPU, glibc and GPUs); --gpu
+    replaces the GPUs of either."""
+    named = audit_target(inspecting(cpu_model="haswell"))
+    assert named.label == "haswell (as -march=haswell)" and named.gpus is None
+    saved = audit_target(inspecting(host=profile(tmp_path, "nehalem-xeon-x3430.cpuinfo")))
+    nehalem = profile_from_cpuinfo(CPUINFO / "nehalem-xeon-x3430.cpuinfo")
+    assert saved.label == "Intel(R) Xeon(R) CPU X3430 @ 2.40GHz (x86-64-v2)"
+    assert saved.cpu == nehalem.cpu.isa and saved.gpus == nehalem.gpus
+    h100 = gpu_for_arch("sm_90")
+    with_gpu = audit_target(inspecting(cpu_model="haswell", gpus=(h100,)))
+    assert with_gpu.gpus is not None and with_gpu.gpus.devices == (h100,)
+
+
+def test_the_audit_says_its_progress_in_mb_of_code_a_step_each_twentieth() -> None:
+    """Started at the first object, in MB; a step when a twentieth of the wheel's code more
+    is audited, and at the last object, with the MB audited since the last step."""
+    out = io.StringIO()
+    screen = Console(file=out, width=200, highlight=False, color_system=None,
+                     force_terminal=False)  # fmt: skip
+    progress = AuditProgress(Reporter(screen), WHEEL)
+    total = 40 << 20
+    for done, name in [(1 << 20, "pkg/a.so"), (2 << 20, "pkg/b.so"), (5 << 20, "pkg/c.so"),
+                       (6 << 20, "pkg/d.so"), (total, "pkg/libbig.so")]:  # fmt: skip
+        progress(done, total, name)
+    lines = [line.split("  (elapsed")[0] for line in out.getvalue().splitlines()]
+    assert lines == [
+        f"auditing {WHEEL}, MB of code (40)",
+        "[2/40] b.so",
+        "[5/40] c.so",
+        "[40/40] libbig.so",
+    ]
+
+
+def test_the_emulated_run_runs_tensorflow_or_imports_the_wheels_packages() -> None:
+    assert check_snippet(["tensorflow", "tensorflow_estimator"]) == qemu.TF_SNIPPET
+    snippet = check_snippet(["pkg", "pkg_extra"])
+    assert snippet.startswith("import pkg\nimport pkg_extra\n")
+    assert "tensorflow" not in snippet

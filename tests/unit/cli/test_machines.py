@@ -13,6 +13,11 @@ import pytest
 from support.cli import run_tfbuild
 from support.env import FIXTURES, REPO
 
+from tfbuild.cli.machines import DetectSettings, described_machine, runnable_here
+from tfbuild.cli.planning import plan_here
+from tfbuild.config.load import load_matrix
+from tfbuild.machine.detect import profile_from_cpuinfo
+
 HASWELL = FIXTURES / "cpuinfo" / "haswell-xeon-e5-2680v3.cpuinfo"
 
 
@@ -238,4 +243,40 @@ def test_matrix_explain_says_where_each_setting_comes_from(tmp_path: Path) -> No
                                           "layer": "matrix", "where": f"{path}:2"}  # fmt: skip
     assert "settings" not in json.loads(
         run_tfbuild("matrix", "--format", "json", "--matrix", str(path)).stdout
+    )
+
+
+NEHALEM = FIXTURES / "cpuinfo" / "nehalem-xeon-x3430.cpuinfo"
+
+
+def detecting(**given: Any) -> DetectSettings:
+    settings = {"as_json": False, "cpuinfo": None, "host": None, "output": None, "schema": False,
+                "matrix": None, **given}  # fmt: skip
+    return DetectSettings(**settings)
+
+
+def test_detect_describes_the_saved_cpuinfo_or_the_saved_profile(tmp_path: Path) -> None:
+    """--cpuinfo: the machine that /proc/cpuinfo comes from; --host: the machine the profile
+    describes, as saved."""
+    from_cpuinfo = described_machine(detecting(cpuinfo=HASWELL))
+    assert from_cpuinfo.to_json()["cpu"] == profile_from_cpuinfo(HASWELL).to_json()["cpu"]
+    saved = tmp_path / "nehalem.json"
+    saved.write_text(json.dumps(profile_from_cpuinfo(NEHALEM).to_json()))
+    from_profile = described_machine(detecting(host=saved))
+    assert from_profile.to_json() == json.loads(saved.read_text())
+    assert from_profile.cpu.model_name == "Intel(R) Xeon(R) CPU X3430 @ 2.40GHz"
+
+
+def test_detect_with_a_matrix_counts_and_names_the_variants_that_run(tmp_path: Path) -> None:
+    haswell = plan_here(load_matrix(REPO / "matrix.yaml"), profile_from_cpuinfo(HASWELL))
+    assert runnable_here(Path("matrix.yaml"), haswell) == (
+        "\nmatrix.yaml: 4 of 6 variants can run here (stock, native, avx2-fma, mkl-avx2); "
+        "`tfbuild matrix` says why the others cannot"
+    )
+    wide = tmp_path / "wide.yaml"
+    wide.write_text("variants:\n  - {name: avx512, source: bazel, cpu_flags: [avx512f]}\n")
+    nehalem = plan_here(load_matrix(wide), profile_from_cpuinfo(NEHALEM))
+    assert runnable_here(wide, nehalem) == (
+        f"\n{wide}: 0 of 1 variants can run here (none); `tfbuild matrix` says why the others "
+        "cannot"
     )
