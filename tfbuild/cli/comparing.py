@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 
 from tfbuild.cli.app import cli
-from tfbuild.cli.options import WEIGHT_HELP, debug_option, format_option
+from tfbuild.cli.options import WEIGHT_HELP, debug_option, format_option, options_record
 from tfbuild.cli.values import console, parse_fraction, parse_weights, results_paths, unpadded
 from tfbuild.errors import RegressionFound, UsageError
 
@@ -23,6 +23,28 @@ if TYPE_CHECKING:
     from tfbuild.analysis.reported import HostReport
     from tfbuild.analysis.scenarios import Scenario
     from tfbuild.analysis.sessions import Session
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareArguments:
+    """The options of `compare` as its cascade resolved them, each named as the command
+    receives it."""
+
+    results_files: tuple[str, ...]
+    fmt: str
+    output: Path | None
+    against: tuple[str, ...]
+    fail_above: str
+    allow_different_hosts: bool
+    new_class_passes: bool
+    new_suite_passes: bool
+    requirements: Path | None
+    everything: bool
+    brief: bool
+    margin: str | None
+    weights: tuple[str, ...]
+    history: bool
+    wheels_url: str | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,27 +76,27 @@ class CompareSettings:
             )
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> CompareSettings:
+    def of(cls, given: CompareArguments) -> CompareSettings:
         """From the options of `compare`, each checked in the order a mistake is named:
         --margin, RESULTS, --against, --fail-above, then --brief with its format."""
-        margin = _margin(params["margin"])
+        margin = _margin(given.margin)
         return cls(
-            results=results_paths(params["results_files"], "RESULTS"),
-            results_given=params["results_files"],
-            fmt=params["fmt"],
-            output=params["output"],
-            against=results_paths(params["against"]) if params["against"] else (),
-            against_given=params["against"],
-            fail_above=parse_fraction("--fail-above", params["fail_above"]),
-            allow_different_hosts=params["allow_different_hosts"],
-            new_class_passes=params["new_class_passes"],
-            new_suite_passes=params["new_suite_passes"],
+            results=results_paths(given.results_files, "RESULTS"),
+            results_given=given.results_files,
+            fmt=given.fmt,
+            output=given.output,
+            against=results_paths(given.against) if given.against else (),
+            against_given=given.against,
+            fail_above=parse_fraction("--fail-above", given.fail_above),
+            allow_different_hosts=given.allow_different_hosts,
+            new_class_passes=given.new_class_passes,
+            new_suite_passes=given.new_suite_passes,
             margin=margin,
-            everything=params["everything"],
-            brief=params["brief"],
-            weights=params["weights"],
-            requirements=params["requirements"],
-            wheels_url=params["wheels_url"],
+            everything=given.everything,
+            brief=given.brief,
+            weights=given.weights,
+            requirements=given.requirements,
+            wheels_url=given.wheels_url,
         )
 
 
@@ -87,16 +109,16 @@ class HistorySettings:
     output: Path | None
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> HistorySettings:
+    def of(cls, given: CompareArguments) -> HistorySettings:
         """From the options of `compare`; refused with those of one comparison (--against,
         --requirements), and without reading the others."""
-        if params["against"] or params["requirements"]:
+        if given.against or given.requirements:
             raise UsageError("--history shows the nights given; --against and --requirements "
                              "belong to one comparison: run them without --history")  # fmt: skip
         return cls(
-            results=results_paths(params["results_files"], "RESULTS"),
-            fmt=params["fmt"],
-            output=params["output"],
+            results=results_paths(given.results_files, "RESULTS"),
+            fmt=given.fmt,
+            output=given.output,
         )
 
 
@@ -256,11 +278,12 @@ def compare(**params: Any) -> None:
     """
     from tfbuild.analysis.sessions import load_sessions
 
-    if params["history"]:
-        history = HistorySettings.from_params(params)
+    given = options_record(CompareArguments, params)
+    if given.history:
+        history = HistorySettings.of(given)
         _write(_history_text(history.results, history.fmt), history.output)
         return
-    settings = CompareSettings.from_params(params)
+    settings = CompareSettings.of(given)
     sessions = load_sessions(settings.results)
     reports = _reports(sessions, settings)
     verdict = _gated(settings, sessions)

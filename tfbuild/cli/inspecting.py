@@ -20,7 +20,7 @@ from tfbuild.cli.options import (
     store_option,
 )
 from tfbuild.cli.planning import machine, read_matrix
-from tfbuild.cli.values import cache_folder, console
+from tfbuild.cli.values import console
 from tfbuild.config.model import INHERIT_PIP, PipSettings
 from tfbuild.errors import BadWheel, IncompatibleWheel, UsageError
 from tfbuild.machine.profile import Gpu
@@ -125,7 +125,7 @@ def inspect(
     gpus: list[Gpu],
     as_json: bool,
     refresh: bool,
-    cache_dir: Path | None,
+    cache_dir: Path,
 ) -> None:
     """Audit a wheel's machine code and say whether it runs on this (or another) CPU and GPU.
 
@@ -150,7 +150,7 @@ def inspect(
         gpus=tuple(gpus),
         as_json=as_json,
         refresh=refresh,
-        cache_dir=cache_folder(cache_dir),
+        cache_dir=cache_dir,
     )
     argument = WheelArgument.resolve(settings.target, settings.matrix, settings.store)
     report = _audited(argument, settings)
@@ -269,7 +269,7 @@ def verify(
     timeout: float,
     matrix_path: Path | None,
     store_path: Path,
-    cache_dir: Path | None,
+    cache_dir: Path,
     as_json: bool,
 ) -> None:
     """Run a wheel on emulated CPUs (qemu-user): the ground truth for `tfbuild inspect`.
@@ -290,7 +290,7 @@ def verify(
         timeout=timeout,
         matrix=matrix_path,
         store=store_path,
-        cache_dir=cache_folder(cache_dir),
+        cache_dir=cache_dir,
         as_json=as_json,
     )
     qemu.binary()

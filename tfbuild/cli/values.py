@@ -18,7 +18,7 @@ import click
 from rich.console import Console
 
 from tfbuild.config.model import Budget, Suite, SuiteSettings
-from tfbuild.config.settings import Cascade, Setting, shown, user_cache
+from tfbuild.config.settings import Cascade, Setting, shown
 from tfbuild.config.values import AS_GIVEN, FORMS, did_you_mean
 from tfbuild.errors import UsageError
 
@@ -106,11 +106,6 @@ def console() -> Console:
         soft_wrap=False,
         width=120 if wide else None,
     )
-
-
-def cache_folder(given: Path | None) -> Path:
-    """--cache-dir, or the user's cache folder."""
-    return given if given is not None else Path(user_cache(os.environ))
 
 
 def printable_path(value: Path | None) -> Path | None:

@@ -17,12 +17,14 @@ from support.env import FIXTURES
 
 from tfbuild.analysis.scenarios import SCENARIOS
 from tfbuild.cli.comparing import (
+    CompareArguments,
     CompareSettings,
     HistorySettings,
     compare,
     named_scenarios,
     saved_scenarios,
 )
+from tfbuild.cli.options import options_record, resolve_options
 from tfbuild.errors import UsageError
 
 AA = RESULTS / "aa-run-epyc.json.gz"
@@ -327,15 +329,17 @@ def test_scenarios_refuse_an_unknown_name_and_a_file_that_is_no_scenarios_run(
     )
 
 
-def given(*args: str) -> dict[str, Any]:
-    """The options `compare` receives from this command line (click parses it)."""
+def given(*args: str) -> CompareArguments:
+    """The options `compare` receives from this command line (click parses it, its cascade
+    resolves it)."""
     with compare.make_context("compare", list(args)) as ctx:
-        return dict(ctx.params)
+        resolve_options(ctx)
+        return options_record(CompareArguments, ctx.params)
 
 
 def test_compare_reads_its_options_into_one_record(tmp_path: Path) -> None:
     """RESULTS and --against as files, and as typed; the percentages as fractions."""
-    settings = CompareSettings.from_params(
+    settings = CompareSettings.of(
         given(str(AA), "--against", str(RESULTS), "--margin", "3%", "--fail-above", "2%",
               "--requirements", str(tmp_path / "r.txt"), "--weight", "gru-keras=2")
     )  # fmt: skip
@@ -360,16 +364,16 @@ def test_compare_names_the_first_mistake_in_the_order_its_options_are_read(tmp_p
                                                    "--format json shows it whole"),
     ]:  # fmt: skip
         with pytest.raises(UsageError) as refused:
-            CompareSettings.from_params(given(*args))
+            CompareSettings.of(given(*args))
         assert str(refused.value).startswith(said), args
 
 
 def test_history_refuses_the_options_of_one_comparison_and_reads_no_other() -> None:
-    history = HistorySettings.from_params(given(str(NIGHTS), "--history", "--margin", "x"))
+    history = HistorySettings.of(given(str(NIGHTS), "--history", "--margin", "x"))
     assert history.results == tuple(sorted(NIGHTS.glob("*.json"))) and history.fmt == "table"
     for extra in (["--against", str(AA)], ["--requirements", "r.txt"]):
         with pytest.raises(UsageError, match="belong to one comparison"):
-            HistorySettings.from_params(given(str(NIGHTS), "--history", *extra))
+            HistorySettings.of(given(str(NIGHTS), "--history", *extra))
 
 
 def test_scenarios_are_those_named_in_that_order_or_all() -> None:

@@ -14,7 +14,6 @@ from support.cli import RESULTS, run_tfbuild
 from tfbuild.bench.session import design_of
 from tfbuild.cli.values import (
     SuiteRequest,
-    cache_folder,
     parse_cpus,
     parse_forms,
     parse_fraction,
@@ -141,7 +140,6 @@ def test_workload_options_need_a_workload(tmp_path: Path) -> None:
         workload_request({"batch": 8})
     made = workload_request({"workload": tmp_path / "m.keras", "batch": 8, "shapes": ["x=1,2"]})
     assert made is not None and made.batch == 8 and made.shapes == ("x=1,2",)
-    assert cache_folder(tmp_path) == tmp_path and cache_folder(None).name == "tfbuild"
 
 
 def test_weights_name_a_measured_benchmark_and_a_number() -> None:
