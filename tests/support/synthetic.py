@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from support.env import FIXTURES
+from tfbuild.analysis.estimates import Setup, make_setup
 from tfbuild.analysis.reported import HostReport
+from tfbuild.analysis.rounds import Rounds, round_table, zygote_table
+from tfbuild.analysis.sessions import Session, Timeline
 from tfbuild.config.model import INHERIT_PIP
 from tfbuild.config.suite import BENCHMARKS as SUITE
 from tfbuild.config.suite import SUITE_VERSION
@@ -193,6 +196,17 @@ def session(
         order=tuple(orders),
         runs=tuple(runs),
     )
+
+
+def setup_of(results: Results, design: Design | None = None) -> Setup:
+    """The setup of a fixed session at its one look, as the report makes it (`design`: judged
+    as if it were of that one)."""
+    found = Session(Path("s.json"), results)
+    logs = Rounds(round_table([found]), zygote_table([found]))
+    keys = [c.key for c in results.configs if not c.aa and c.key != BASELINE]
+    timeline = Timeline((results.design.rounds or 0,))
+    aa = results.baseline.aa_config
+    return make_setup(results, keys, logs, design or results.design, aa, timeline)
 
 
 def write(path: Path, results: Results) -> Path:

@@ -7,7 +7,7 @@ The answer is a comparison with a standard, the baseline being what the person r
 is shown faster than the baseline (its lower bound against the baseline above 1, in the
 family of intervals against the baseline) and X is the fastest config measured or within the
 margin of it (its floor, the lower bound of its throughput over the fastest of the others, at
-or above 1 / (1 + margin): Hsu's multiple comparisons with the best, estimates.floors);
+or above 1 / (1 + margin): Hsu's multiple comparisons with the best, selection.floors);
 "Keep the baseline" when no config that could be the fastest can be faster than the baseline
 by more than the margin (every upper bound against the baseline within it). The two families
 together err with at most the answer's share of alpha, whatever the number of configs and

@@ -4,7 +4,7 @@
 A calibration session times every step of every benchmark on its own (tfbuild.bench.calibrate).
 From the step times any choice of iterations per sample and samples per process can be replayed
 on the same processes: its cost is the process's fixed time (start, import, building, tracing,
-warm-up, exit) plus the timed steps, its noise the process-to-process spread of the overall level
+warm-up, exit) plus the timed steps, its noise the process-to-process spread of the overall speed
 (the mean log throughput over the benchmarks), with rounds pairing the configs as in a bench
 session. The suite's own choice (``payload.ITERATIONS``/``SAMPLES``) is one of the designs
 compared."""
@@ -89,7 +89,7 @@ class DesignScore:
     timed_s: float
     process_s: float
     sd: float
-    """Process-to-process sd of the overall level (log scale), rounds removed."""
+    """Process-to-process sd of the overall speed (log scale), rounds removed."""
     per_benchmark_sd: dict[str, float]
     precision_per_s: float
     """1 / (sd^2 x process seconds), relative to the suite's design (1.0)."""
@@ -171,7 +171,7 @@ def analyse(calibration: CalibrationResults) -> Calibration:
     )
     scores = []
     for design in candidate_designs(benchmarks):
-        levels: dict[tuple[str, int], float] = {}
+        speeds: dict[tuple[str, int], float] = {}
         values: dict[str, dict[tuple[str, int], float]] = defaultdict(dict)
         for r in runs:
             key = (r.config, r.round)
@@ -181,9 +181,9 @@ def analyse(calibration: CalibrationResults) -> Calibration:
                 v = _value(entry.steps_s, entry.per_step, design.iterations[b], design.samples[b])
                 values[b][key] = v
                 vals.append(v)
-            levels[key] = mean(vals)
+            speeds[key] = mean(vals)
         timed = sum(design.iterations[b] * design.samples[b] * step_s[b] for b in benchmarks)
-        sd = _residual_sd(levels)
+        sd = _residual_sd(speeds)
         scores.append(
             DesignScore(
                 design=design,

@@ -1,11 +1,16 @@
-"""Estimates and the claims made from them: each config against the baseline (a trimmed-mean
-interval of per-round log ratios, with a verdict against a practical margin), which configs
-cannot be the fastest (multiple comparisons with the best), the tiers, and when each comparison
-is judged under alpha spending (see tfbuild.analysis.host_report for the whole method)."""
+"""Each config against the baseline: the setup every comparison of a session shares (its
+per-round speeds, which configs are compared on which benchmarks, at which looks), a
+trimmed-mean interval of per-round log ratios with a verdict against a practical margin, the
+families of such comparisons (overall, per benchmark, the seed experiments), the A/A control
+and the spread of one process it shows, and when each comparison is judged under alpha
+spending (see tfbuild.analysis.host_report for the whole method; which configs could be the
+fastest is analysis.selection)."""
 
 from __future__ import annotations
 
 import math
+import statistics
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -13,7 +18,8 @@ from typing import TypeVar
 from tfbuild import stats
 from tfbuild.analysis.rounds import Rounds, differences
 from tfbuild.analysis.sessions import Timeline
-from tfbuild.analysis.zygotes import zygote_factor
+from tfbuild.analysis.zygotes import ZygoteFigures, resemblance, zygote_factor
+from tfbuild.config.suite import CONTRASTS
 from tfbuild.results.model import Design, Results
 from tfbuild.results.rules import DECISIONS, Rules, rules
 
@@ -75,20 +81,6 @@ class Estimate:
         return max(self.high / self.ratio - 1.0, 1.0 - self.low / self.ratio)
 
 
-@dataclass(frozen=True)
-class Out:
-    """A claim: `config` cannot be the fastest; `than` is ahead of it beyond the bound."""
-
-    config: str
-    than: str
-    round: int
-    """Rounds the claim was made after (the look)."""
-    ratio: float
-    """Throughput of config over than's, paired by round."""
-    upper: float
-    """The one-sided upper bound of that ratio (below 1)."""
-
-
 def verdict(low: float, high: float, margin: float) -> str:
     """From an interval of the log ratio and a margin (fraction)."""
     m = math.log1p(margin)
@@ -136,10 +128,13 @@ def judged(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Setup:
-    """What every look and the final analysis share."""
+    """What every look and the final analysis share: the session's per-round speeds, and
+    which configs are compared, on which benchmarks, at which looks."""
 
+    logs: Rounds
+    """The per-round log throughput and speeds every comparison is made on."""
     baseline: str
     aa: str | None
     benchmarks: tuple[str, ...]
@@ -147,7 +142,7 @@ class Setup:
     """Every config compared with the baseline (the A/A copy and the baseline excluded)."""
     design: Design
     measured: Mapping[str, tuple[str, ...]]
-    """config -> the benchmarks its overall level is taken over (those it has results for)."""
+    """config -> the benchmarks its overall speed is taken over (those it has results for)."""
     family: int
     """Comparisons in the ranking family: every config that was to run, and the A/A check
     (fixed before the first round, so a look and its replay count the same)."""
@@ -167,6 +162,18 @@ class Setup:
         """Whether a config measured every benchmark the baseline did: only such a config can be
         the one to use (a crash on one benchmark is not made up by speed on the others)."""
         return set(self.measured.get(config, ())) >= set(self.measured.get(self.baseline, ()))
+
+    def pair(self, a: str, b: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """What `a` minus `b` is taken over: the reference (the baseline's two processes
+        averaged, where `b` is the baseline) and the benchmarks both measured; None when they
+        measured none in common."""
+        if a == self.baseline:
+            raise ValueError("the baseline is compared as the second of a pair")
+        reference = self.reference if b == self.baseline else (b,)
+        benches = tuple(
+            x for x in self.measured.get(a, ()) if x in self.measured.get(b, self.benchmarks)
+        )
+        return (reference, benches) if benches else None
 
     def look_of(self, config: str) -> int:
         return self.at.get(config, self.timeline.last)
@@ -219,18 +226,26 @@ class Setup:
         return dict(zip(keys, stats.moderated(found) if self.rulebook.maxt else found, strict=True))
 
 
-def widening(setup: Setup, logs: Rounds, config: str, look: int) -> float:
+def widening(setup: Setup, config: str, look: int) -> float:
     """The variance factor a config's comparison with the baseline, overall, is widened by at
     `look` (1 under rules before 6)."""
     if not setup.rulebook.zygotes:
         return 1.0
     benches = setup.measured.get(config) or setup.benchmarks
-    return zygote_factor(logs, setup.everyone, config, setup.reference, benches, look)
+    return zygote_factor(setup.logs, setup.everyone, config, setup.reference, benches, look)
+
+
+def widest(setup: Setup, configs: Iterable[str], look: int | None = None) -> float:
+    """The most the session's zygotes widen the variance of one of `configs`' comparisons with
+    the baseline, overall, at `look` (None: each at its own)."""
+    return max(
+        (widening(setup, c, setup.look_of(c) if look is None else look) for c in configs),
+        default=1.0,
+    )
 
 
 def widened(
     setup: Setup,
-    logs: Rounds,
     loc: stats.Location,
     config: str,
     reference: Sequence[str],
@@ -243,26 +258,45 @@ def widened(
     of freedom shrunk by it (an effective sample size, Kish 1965)."""
     if not math.isfinite(loc.se) or not setup.rulebook.zygotes:
         return loc
-    factor = zygote_factor(logs, setup.everyone, config, reference, benchmarks, look)
+    factor = zygote_factor(setup.logs, setup.everyone, config, reference, benchmarks, look)
     if factor <= 1.0:
         return loc
     return replace(loc, se=loc.se * math.sqrt(factor), df=max(1.0, loc.df / factor))
 
 
-def ranking_locations(setup: Setup, logs: Rounds) -> dict[str, stats.Location]:
-    """Every config against the baseline, overall, each at its own look: the trimmed mean of
-    the per-round log ratios, before moderation."""
-    locations = {}
+def zygote_figures(setup: Setup, configs: Iterable[str]) -> ZygoteFigures | None:
+    """The session's zygotes and the resemblance of their children, when it forked any, with
+    the most any of `configs`' comparisons with the baseline was widened by."""
+    served: dict[str, int] = defaultdict(int)
+    for key, zygote in setup.logs.zygotes.items():
+        if key[0] in setup.everyone:
+            served[zygote] += 1
+    if not served:
+        return None
+    most = widest(setup, configs)
+    found = resemblance(setup.logs, setup.everyone, setup.benchmarks, setup.timeline.last)
+    return ZygoteFigures(found, math.sqrt(most), max(served.values()), len(served))
+
+
+def locations_of(setup: Setup, bench: str | None = None) -> dict[str, stats.Location]:
+    """Every config against the baseline, each at its own look, overall (over the benchmarks
+    it measured) or on `bench` (the configs that measured it): the trimmed mean of the
+    per-round log ratios, before moderation."""
+    found = {}
     for config in setup.compared:
-        benches = setup.measured.get(config) or setup.benchmarks
-        d = differences(logs, config, setup.reference, benches, setup.look_of(config))
-        locations[config] = stats.trimmed(d)
-    return locations
+        if bench is None:
+            benches = setup.measured.get(config) or setup.benchmarks
+        elif bench in setup.measured[config]:
+            benches = (bench,)
+        else:
+            continue
+        d = differences(setup.logs, config, setup.reference, benches, setup.look_of(config))
+        found[config] = stats.trimmed(d)
+    return found
 
 
 def against_baseline(
     setup: Setup,
-    logs: Rounds,
     locations: Mapping[str, stats.Location],
     benchmarks: Sequence[str] | None,
     alpha: float,
@@ -276,11 +310,12 @@ def against_baseline(
     judged as they are; before: on its own rounds, estimates.aa_control)."""
     name = OVERALL if benchmarks is None else benchmarks[0]
     benches = setup.benchmarks if benchmarks is None else benchmarks
-    level = setup.against_baseline(alpha)
     joint = dict(locations)
     if setup.aa is not None and setup.rulebook.standard:
-        control = stats.trimmed(aa_rounds(setup, logs, benches, setup.timeline.last))
+        d = aa_rounds(setup, benches, setup.timeline.last)
+        control = stats.trimmed(d)
         joint[setup.aa] = replace(control, se=control.se * AA_SCALE)  # as exchangeable
+    level = setup.against_baseline(alpha)
     moderated = setup.moderated(joint)
     if setup.aa in moderated:
         control = moderated[setup.aa]
@@ -290,195 +325,95 @@ def against_baseline(
         own = setup.measured.get(config) or setup.benchmarks
         reference = (setup.baseline,) if config == setup.aa else setup.reference
         on = own if benchmarks is None else benches
-        loc = widened(setup, logs, raw, config, reference, on, setup.look_of(config))
-        e = judged(config, name, loc, setup.level(level, config), margin)
+        loc = widened(setup, raw, config, reference, on, setup.look_of(config))
+        nominal = setup.level(level, config)
+        e = judged(config, name, loc, nominal, margin)
         if e is not None:
             out[config] = e
     aa = out.pop(setup.aa) if setup.aa in out else None
     if setup.aa is not None and not setup.rulebook.standard:
-        aa = aa_control(setup, logs, name, benches, level, margin)
+        aa = aa_control(setup, name, benches, level, margin)
     return out, aa
 
 
-def ranking_estimates(
-    setup: Setup, logs: Rounds, margin: float
-) -> tuple[dict[str, Estimate], Estimate | None]:
+def ranking_estimates(setup: Setup, margin: float) -> tuple[dict[str, Estimate], Estimate | None]:
     """Every config against the baseline, overall, each at its own look: Dunnett-type levels
     over the family, variances moderated across the configs; and the A/A control overall, as
     the family judges it (estimates.against_baseline)."""
-    alpha = setup.split["ranking"]
-    return against_baseline(setup, logs, ranking_locations(setup, logs), None, alpha, margin)
+    overall = locations_of(setup)
+    return against_baseline(setup, overall, None, setup.split["ranking"], margin)
 
 
-@dataclass(frozen=True)
-class Pair:
-    """Two configs compared directly, paired by round, at the look where the earlier of the two
-    stopped: the trimmed mean of x's level minus y's (log), and how far the one-sided bound of
-    the selection family reaches from it at that look (inf when it cannot be told)."""
-
-    x: str
-    y: str
-    look: int
-    estimate: float
-    reach: float
-
-
-def pairs(
-    setup: Setup, logs: Rounds, configs: Sequence[str], round_: int, control: bool = False
-) -> list[Pair]:
-    """Every pair of `configs` (the baseline included, as the second of a pair), each judged
-    where the earlier of the two stopped, their variances moderated together, each bound at
-    the one-sided max-t level of the comparisons with the fastest config (Hsu 1984: only those
-    k - 1 can wrongly put it out or wrongly leave a config within the margin of it; correlated
-    at 1/2, the fastest being in each) of the selection's share of alpha, spent over the
-    looks; under rules 6 each widened for zygotes. With `control`, the A/A control (the copy
-    against the baseline's process alone) is judged with them (its pair's x is the copy)."""
-    alpha = setup.against_best(setup.split["selection"])
-    locations: dict[tuple[str, str], stats.Location] = {}
-    looks: dict[tuple[str, str], int] = {}
-    made: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
-    if control and setup.aa is not None:
-        key, benches = (setup.aa, setup.baseline), setup.benchmarks
-        locations[key] = stats.trimmed(aa_rounds(setup, logs, benches, round_))
-        looks[key], made[key] = round_, ((setup.baseline,), benches)
-    for i, a in enumerate(configs):
-        for b in configs[i + 1 :]:
-            x, y = (b, a) if a == setup.baseline else (a, b)
-            look = min(setup.look_of(x), setup.look_of(y), round_)
-            pair = _pair(setup, x, y)
-            if pair:
-                locations[(x, y)] = stats.trimmed(differences(logs, x, pair[0], pair[1], look))
-                looks[(x, y)] = look
-                made[(x, y)] = pair
-    found = []
-    for (x, y), raw in setup.moderated(locations).items():
-        look = looks[(x, y)]
-        loc = widened(setup, logs, raw, x, made[(x, y)][0], made[(x, y)][1], look)
-        level = setup.timeline.level(alpha, look, one_sided=True)
-        if level <= 0.0 or loc.df < 1 or not math.isfinite(loc.se):
-            reach = math.inf
-        else:
-            reach = stats.t_ppf(1.0 - level, loc.df) * loc.se
-        found.append(Pair(x, y, look, loc.estimate, reach))
-    return found
+def benchmark_estimates(
+    setup: Setup, margins: Mapping[str, float]
+) -> tuple[dict[tuple[str, str], Estimate], dict[str, Estimate]]:
+    """Every config against the baseline on each benchmark, (config, benchmark) -> its
+    estimate: Dunnett-type levels within a benchmark, Bonferroni across them, variances
+    moderated across the configs, at each benchmark's margin; and each benchmark's A/A control,
+    judged with them."""
+    alpha = setup.split["benchmarks"] / max(1, len(setup.benchmarks))
+    out: dict[tuple[str, str], Estimate] = {}
+    aa: dict[str, Estimate] = {}
+    for bench in setup.benchmarks:
+        on = locations_of(setup, bench)
+        found, control = against_baseline(setup, on, (bench,), alpha, margins[bench])
+        out.update({(config, bench): e for config, e in found.items()})
+        if control is not None:
+            aa[bench] = control
+    return out, aa
 
 
-@dataclass(frozen=True)
-class Culled:
-    """The pairs of a look and what its A/A control lets them claim (rules 6)."""
-
-    found: list[Pair]
-    beyond: float | None
-    """How far apart, in log, the A/A control judged with the pairs shows two processes of one
-    build can land (its estimate's size and its reach): a config is put out only by a wider
-    gap (infinite while it has no interval; None under earlier rules, or with no A/A copy)."""
-
-    @property
-    def claims(self) -> list[Out]:
-        return claims_of(self.found, self.beyond)
-
-
-def selection(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) -> Culled:
-    """The pairs of `configs` at a look, and what its A/A control, judged with them, lets
-    them claim (rules 6): a config is put out only by a wider gap than two processes of one
-    build can show at that precision, so nothing while the control cannot tell the baseline
-    from itself."""
-    if not setup.rulebook.standard or setup.aa is None:
-        return Culled(pairs(setup, logs, configs, round_), None)
-    found = pairs(setup, logs, configs, round_, control=True)
-    control = next((p for p in found if p.x == setup.aa), None)
-    found = [p for p in found if p.x != setup.aa]
-    if control is None or not math.isfinite(control.reach):
-        return Culled(found, math.inf)
-    return Culled(found, abs(control.estimate) + control.reach)
+def contrasts(setup: Setup, config: str, margin: float) -> list[Estimate]:
+    """Within one config, each seed experiment's pair of benchmarks (config.suite.CONTRASTS),
+    paired by round (under rules 6 widened for zygotes as the noisier of the two benchmarks'
+    speeds would be), in the experiments' family."""
+    alpha = setup.split["experiments"] / len(CONTRASTS)
+    look = setup.look_of(config)
+    out = []
+    for contrast in CONTRASTS:
+        mine = setup.logs.get((config, contrast.faster_if))
+        theirs = setup.logs.get((config, contrast.than))
+        d = [mine[k] - theirs[k] for k in sorted(set(mine) & set(theirs)) if k[1] < look]
+        loc = stats.trimmed(d)
+        for bench in (contrast.faster_if, contrast.than):
+            wider = widened(setup, loc, config, (), (bench,), look)
+            loc = wider if wider.se > loc.se else loc
+        nominal = setup.level(alpha, config)
+        e = judged(config, contrast.name, loc, nominal, margin)
+        if e is not None:
+            out.append(e)
+    return out
 
 
-def out_claims(setup: Setup, logs: Rounds, configs: Sequence[str], round_: int) -> list[Out]:
-    """Which of `configs` (the baseline included) cannot be the fastest: A is out when another
-    config B is faster, the one-sided bound of B/A (paired by round) above 1. Multiple
-    comparisons with the best (Hsu 1984; Gupta's subset selection): only the comparisons of
-    the others with the truly fastest config can wrongly put it out, so the family is those
-    k - 1 (see `pairs`). For each A the strongest evidence comes first."""
-    return claims_of(pairs(setup, logs, configs, round_))
-
-
-def claims_of(found: Sequence[Pair], beyond: float | None = None) -> list[Out]:
-    """The outs the pairs show (out_claims); with `beyond` (rules 6: how far apart, in log,
-    the A/A control shows two processes of one build can land at the pairs' precision), only
-    those that put a config out by a wider gap than that."""
-    claims = []
-    for p in found:
-        if not math.isfinite(p.reach) or (beyond is not None and abs(p.estimate) <= beyond):
-            continue
-        if p.estimate + p.reach < 0.0:
-            claims.append(
-                Out(p.x, p.y, p.look, stats.exp(p.estimate), stats.exp(p.estimate + p.reach))
-            )
-        elif p.estimate - p.reach > 0.0:
-            claims.append(
-                Out(p.y, p.x, p.look, stats.exp(-p.estimate), stats.exp(p.reach - p.estimate))
-            )
-    return sorted(claims, key=lambda c: (c.config, c.upper))
-
-
-def floors(found: Sequence[Pair], configs: Sequence[str]) -> dict[str, float]:
-    """For each of `configs`, the lower bound of its throughput over the fastest of the others
-    (as a ratio; 0 when a pair cannot be told, inf for a config alone): Hsu's multiple
-    comparisons with the best. With the selection family's probability, at every look
-    together, each config at or above 1 / (1 + m) of the fastest by this bound is within the
-    margin m of the truly fastest config, whatever the other configs are: the truly fastest
-    one is never put out, and each of these bounds holds against it. The bounds hold for
-    every margin at once."""
-    low: dict[str, float] = {c: math.inf for c in configs}
-    for p in found:
-        if p.x in low and p.y in low:
-            low[p.x] = min(low[p.x], p.estimate - p.reach)
-            low[p.y] = min(low[p.y], -p.estimate - p.reach)
-    return {c: stats.exp(v) for c, v in low.items()}
-
-
-def _pair(setup: Setup, a: str, b: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """The reference for a - b (the baseline's two processes averaged) and the benchmarks both
-    measured."""
-    if a == setup.baseline:
-        raise ValueError("the baseline is compared as the second of a pair")
-    reference = setup.reference if b == setup.baseline else (b,)
-    benches = tuple(
-        x for x in setup.measured.get(a, ()) if x in setup.measured.get(b, setup.benchmarks)
-    )
-    return (reference, benches) if benches else None
-
-
-def leading(configs: Iterable[str], claims: Iterable[Out]) -> list[str]:
-    out = {c.config for c in claims}
-    return [c for c in configs if c not in out]
-
-
-def resolution(lead: Iterable[str], estimates: Mapping[str, Estimate]) -> float:
-    widths = [estimates[c].half_width if c in estimates else math.inf for c in lead]
-    return max(widths, default=0.0)
+def unknown(setup: Setup, config: str, margin: float) -> Estimate:
+    """A config without an interval (fewer than two rounds): its estimate where it has one, and
+    an interval that holds anything."""
+    benches = setup.measured.get(config) or setup.benchmarks
+    d = differences(setup.logs, config, setup.reference, benches, setup.look_of(config))
+    ratio = stats.exp(statistics.fmean(d)) if d else 1.0
+    return Estimate(config, OVERALL, ratio, 0.0, math.inf, 0.0, math.nan, len(d), math.nan,
+                    margin, "undecided")  # fmt: skip
 
 
 def aa_control(
-    setup: Setup, logs: Rounds, name: str, benchmarks: Sequence[str], alpha: float, margin: float
+    setup: Setup, name: str, benchmarks: Sequence[str], alpha: float, margin: float
 ) -> Estimate | None:
     """The A/A control on `benchmarks` (named `name`): the baseline's copy against the baseline
     process alone, per round, up to the setup's last look, at the per-comparison level of
     `alpha` spent by then; None without a copy or before two rounds."""
     if setup.aa is None:
         return None
-    d = aa_rounds(setup, logs, benchmarks, setup.timeline.last)
-    return estimate(setup.aa, name, d, setup.level(alpha, setup.aa), margin)
+    d = aa_rounds(setup, benchmarks, setup.timeline.last)
+    nominal = setup.level(alpha, setup.aa)
+    return estimate(setup.aa, name, d, nominal, margin)
 
 
-def aa_rounds(
-    setup: Setup, logs: Rounds, benchmarks: Sequence[str], upto: int | None
-) -> list[float]:
+def aa_rounds(setup: Setup, benchmarks: Sequence[str], upto: int | None) -> list[float]:
     """The A/A control's per-round log ratios (the copy against the baseline process alone),
     before round `upto`; none without a copy."""
     if setup.aa is None:
         return []
-    return differences(logs, setup.aa, (setup.baseline,), benchmarks, upto)
+    return differences(setup.logs, setup.aa, (setup.baseline,), benchmarks, upto)
 
 
 def held(aa: Estimate | None, span: float) -> bool:
@@ -509,7 +444,6 @@ def indifference(setup: Setup, spread: float) -> float:
 
 def noise_margin(
     setup: Setup,
-    logs: Rounds,
     benchmarks: Sequence[str],
     upto: int | None = None,
     lower: bool = False,
@@ -519,18 +453,11 @@ def noise_margin(
     spread the machine surely has, which a few rounds can overstate); never below 2 %."""
     if setup.aa is None:
         return MIN_MARGIN
-    d = aa_rounds(setup, logs, benchmarks, upto)
+    d = aa_rounds(setup, benchmarks, upto)
     loc = stats.trimmed(d)
     sd = stats.sd_lower(loc.sd, loc.df) if lower else loc.sd
     spread = sd / math.sqrt(2.0) if len(d) >= 2 else math.nan
     return max(MIN_MARGIN, stats.expm1(spread)) if math.isfinite(spread) else MIN_MARGIN
-
-
-def tiers(configs: Sequence[str], claims: Iterable[Out]) -> list[list[str]]:
-    """Tier 1: the configs that could be the fastest (never put out); tier 2: the rest."""
-    out = {c.config for c in claims}
-    tiers = [[c for c in configs if c not in out], [c for c in configs if c in out]]
-    return [t for t in tiers if t]
 
 
 def make_setup(
@@ -552,14 +479,15 @@ def make_setup(
         measured[c] = tuple(b for b in measured[c] if b in measured[baseline])
     family = len(keys) + (1 if aa else 0)
     return Setup(
-        baseline,
-        aa,
-        benchmarks,
-        compared,
-        design,
-        measured,
-        max(1, family),
-        timeline,
-        max(1, len(keys)),
-        at or {},
+        logs=logs,
+        baseline=baseline,
+        aa=aa,
+        benchmarks=benchmarks,
+        compared=compared,
+        design=design,
+        measured=measured,
+        family=max(1, family),
+        timeline=timeline,
+        rivals=max(1, len(keys)),
+        at=at or {},
     )

@@ -1,14 +1,18 @@
 """What the sessions did not measure: the configs that failed a round or a benchmark, and every
-failure with who and why, for the report's warnings and the gate."""
+failure with who and why, for the report's warnings and the gate; and the report's problems
+(Problems): those, with the warnings of the steps before and the software the builds differ
+in."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tfbuild.analysis.estimates import Setup
 from tfbuild.analysis.sessions import Session
+from tfbuild.analysis.software import software_differences
+from tfbuild.results.model import VariantRecord
 
 
 @dataclass(frozen=True)
@@ -26,7 +30,7 @@ class Gaps:
     rounds: int
     failed_rounds: int
     missing: tuple[str, ...]
-    """Benchmarks without any result, so its overall level is over the others."""
+    """Benchmarks without any result, so its overall speed is over the others."""
     failed_benchmarks: tuple[str, ...]
     """Benchmarks that failed in at least one round."""
 
@@ -43,6 +47,35 @@ class Gaps:
         if self.failed_benchmarks and set(self.failed_benchmarks) != set(self.missing):
             parts.append(f"{', '.join(self.failed_benchmarks)} failed in some rounds")
         return "; ".join(parts)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problems:
+    """What went wrong or differs: warnings, the configs that missed measurements, and what
+    failed to build, install or run."""
+
+    warnings: list[str]
+    flags: dict[str, Gaps]
+    failures: list[Trouble]
+
+
+def problems_of(
+    sessions: Sequence[Session],
+    setup: Setup,
+    variants: Mapping[str, VariantRecord],
+    warnings: Sequence[str],
+) -> Problems:
+    """The `warnings` so far, then the software the `variants` differ in and each config that
+    missed measurements; what failed."""
+    flags = gaps_of(sessions, setup)
+    failures = failures_of(sessions)
+    said = [*warnings, *software_differences(variants)]
+    said += [
+        f"{config}: {f.text()}; it is ranked on what it measured"
+        for config, f in flags.items()
+        if not f.clean
+    ]
+    return Problems(warnings=said, flags=flags, failures=failures)
 
 
 def gaps_of(sessions: Sequence[Session], setup: Setup, upto: int | None = None) -> dict[str, Gaps]:

@@ -12,25 +12,19 @@ from pathlib import Path
 from tfbuild.analysis.answer import Decision, decide
 from tfbuild.analysis.estimates import (
     Estimate,
-    Out,
-    Pair,
     Setup,
     aa_too_wide,
-    claims_of,
-    floors,
     held,
     indifference,
-    leading,
     make_setup,
     noise_margin,
     ranking_estimates,
-    resolution,
-    selection,
 )
 from tfbuild.analysis.gaps import flagged
 from tfbuild.analysis.power import rounds_left
 from tfbuild.analysis.rounds import Rounds
-from tfbuild.analysis.sessions import Session, Timeline, rested_at
+from tfbuild.analysis.selection import Out, candidates, leading, resolution, selection
+from tfbuild.analysis.sessions import Session, Timeline, rest_estimates, rested_at
 from tfbuild.analysis.stopping import design_text, stopping
 from tfbuild.bench.schedule import Looked
 from tfbuild.results import model
@@ -58,7 +52,7 @@ class Findings:
     """The A/A control overall, as the report judges it when the session stops here."""
     floors: dict[str, float] = field(default_factory=dict)
     """Each leading config that measured the whole suite: its lower bound of its throughput over
-    the fastest other such config (estimates.floors); at or above 1 / (1 + margin), it is within
+    the fastest other such config (selection.floors); at or above 1 / (1 + margin), it is within
     the margin of the fastest of them."""
     gated: bool = False
     """Rules 6: nothing is put out at this look, the A/A control being wider than the span the
@@ -70,33 +64,24 @@ class Findings:
         return model.within_margin(self.floors, self.margin)
 
 
-def candidates(
-    found: Sequence[Pair], whole: Sequence[str], beyond: float | None = None
-) -> dict[str, float]:
-    """The floors of the configs that can be the answer: those that measured the whole suite
-    and that no other such config puts out (a config that skipped a benchmark puts out
-    nothing here: which of the whole ones is fastest is the question; `beyond` as
-    estimates.claims_of's)."""
-    among = [p for p in found if p.x in whole and p.y in whole]
-    return floors(among, leading(whole, claims_of(among, beyond)))
-
-
-def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) -> Findings:
+def take_look(setup: Setup, active: Sequence[str], round_: int) -> Findings:
     """What a sequential session knows at its look after `round_` rounds: the intervals of the
     configs still running, which cannot be the fastest, the leading tier, its resolution and
     how close each leading config is known to be to the fastest. `setup` holds the looks
     scheduled up to this one. Under rules 6 a config is put out only by a wider gap than the
     A/A control, judged with the pairs, shows two processes of one build can land apart
-    (estimates.selection), and the look is held (no stop, no answer) while the A/A control
+    (selection.selection), and the look is held (no stop, no answer) while the A/A control
     cannot tell the baseline from itself (estimates.held)."""
-    spread = noise_margin(setup, logs, setup.benchmarks, round_, True)
+    spread = noise_margin(setup, setup.benchmarks, round_, True)
     if setup.rulebook.answer_decides:
         margin = indifference(setup, spread)
     else:
-        margin = noise_margin(setup, logs, setup.benchmarks, upto=round_)
-    estimates, aa = ranking_estimates(setup, logs, margin)
+        margin = noise_margin(setup, setup.benchmarks, upto=round_)
+    estimates, aa = ranking_estimates(setup, margin)
+    gated = setup.rulebook.standard and setup.aa is not None and held(aa, max(margin, spread))
     running = [c for c in active if c in estimates or c == setup.baseline]
-    chosen = selection(setup, logs, running, round_)
+    whole = [c for c in running if setup.whole(c)]
+    chosen = selection(setup, running, round_)
     claims = chosen.claims
     lead = leading(running, claims)
     return Findings(
@@ -108,8 +93,8 @@ def take_look(setup: Setup, logs: Rounds, active: Sequence[str], round_: int) ->
         resolution=resolution([c for c in lead if c != setup.baseline], estimates),
         margin=margin,
         aa=aa,
-        floors=candidates(chosen.found, [c for c in running if setup.whole(c)], chosen.beyond),
-        gated=setup.rulebook.standard and setup.aa is not None and held(aa, max(margin, spread)),
+        floors=candidates(chosen.found, whole, chosen.beyond),
+        gated=gated,
     )
 
 
@@ -168,7 +153,7 @@ class SequentialLooks:
         it."""
         design = results.design
         forked = results.suite.processes == "forked"
-        self.rounds.weights = dict(results.suite.weights)  # the level the session decides on
+        self.rounds.weights = dict(results.suite.weights)  # the speed the session decides on
         for run in results.runs[self.seen :]:
             self.rounds.add(results.id, run, forked)
         self.seen = len(results.runs)
@@ -178,7 +163,7 @@ class SequentialLooks:
         rested = rested_at(results.looks)
         frozen = rest_estimates(results.looks)
         setup = make_setup(results, compared(results), self.rounds, design, aa, timeline, rested)
-        look = take_look(setup, self.rounds, active, round_)
+        look = take_look(setup, active, round_)
         out, resting = outs_and_rests(setup, look, active)
         gone = {c.config for c in out}
         lead = [c for c in look.leading if c not in (baseline, *gone, *resting)]
@@ -197,9 +182,9 @@ class SequentialLooks:
             waiting = not decided or not fit
             if self.forecast and waiting:
                 lead = [c for c in look.floors if c != baseline]  # the candidates
-                left = rounds_left(setup, self.rounds, lead, look.margin)
+                left = rounds_left(setup, lead, look.margin)
         elif self.forecast and design.resolve is not None and (width > design.resolve or not fit):
-            left = rounds_left(setup, self.rounds, lead, design.resolve)
+            left = rounds_left(setup, lead, design.resolve)
         return model.Look(
             round=round_,
             elapsed_s=round(elapsed, 1),
@@ -245,13 +230,6 @@ def aa_fits(setup: Setup, look: Findings) -> bool:
     if setup.rulebook.standard:  # and it can tell the baseline from itself
         return holds and not look.gated
     return holds and not aa_too_wide(look.aa, look.margin)
-
-
-def rest_estimates(looks: Sequence[model.Look] | None) -> dict[str, model.LookEstimate]:
-    """The leading configs that rested at earlier looks, each with its interval as the look it
-    rested at recorded it: what later looks count them by (never judged again while the
-    session runs, so a resolved config stays resolved and its pairs are not tested anew)."""
-    return {c: look.estimates[c] for look in looks or () for c in look.rested}
 
 
 def outs_and_rests(

@@ -25,9 +25,9 @@ from tfbuild.analysis.estimates import (
     MIN_MARGIN,
     Setup,
     aa_rounds,
-    widening,
+    widest,
 )
-from tfbuild.analysis.rounds import Rounds, differences
+from tfbuild.analysis.rounds import differences
 from tfbuild.analysis.sessions import Timeline
 from tfbuild.analysis.zygotes import zygote_factor
 
@@ -262,7 +262,6 @@ def _fewest(enough: Callable[[int], bool]) -> int | None:
 
 def forecast_of(
     setup: Setup,
-    logs: Rounds,
     lead: Iterable[str],
     going_on: bool,
     bound: int,
@@ -283,7 +282,7 @@ def forecast_of(
     rounds = {}
     for config in setup.compared:
         benches = setup.measured.get(config) or setup.benchmarks
-        d = differences(logs, config, setup.reference, benches, setup.look_of(config))
+        d = differences(setup.logs, config, setup.reference, benches, setup.look_of(config))
         if len(d) >= 2:
             rounds[config] = np.array(d)
     if not rounds:
@@ -351,7 +350,7 @@ def decided(
     continuations: whether the answer is decided there (analysis.answer.decide): every
     leader's upper bound against the baseline within `margin` (keep), or a leader shown faster
     than the baseline and known within `margin` of the fastest of them and the baseline (its
-    floor, estimates.floors, from the trimmed means of the paired rounds). A leader's new rounds
+    floor, selection.floors, from the trimmed means of the paired rounds). A leader's new rounds
     against the baseline are drawn about its mean so far at its variance, correlated across
     the leaders at BASELINE_RHO (the baseline's noise is in each of them); they follow its
     rounds so far, or with `fresh` stand alone (a new session of `more` rounds). Every
@@ -427,7 +426,7 @@ def _shrunk(leaders: Sequence[Leader], widen: float) -> list[float]:
             for c, e in zip(centers, errors, strict=True)]  # fmt: skip
 
 
-def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) -> int | None:
+def rounds_left(setup: Setup, lead: Sequence[str], target: float) -> int | None:
     """More rounds until the session stops on its data, the median over the sessions like this
     one going on (the planner behind a running session's ETA); None if fewer than half stop by
     the horizon. Rules 5: the answer decided at the margin `target`; before: the leading tier
@@ -437,9 +436,9 @@ def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) 
         return None
     standard = setup.rulebook.standard
     spread = stats.POINT if standard else stats.GENEROUS
-    found = forecast_of(setup, logs, lead, going_on=True, bound=spread, uncertain=standard)
+    found = forecast_of(setup, lead, going_on=True, bound=spread, uncertain=standard)
     gated = setup.rulebook.aa_gate or setup.rulebook.standard
-    control = _control(setup, logs) if gated else None
+    control = _control(setup) if gated else None
     if found is None or (not found[1] and control is None):
         return None
     now = setup.timeline.last
@@ -455,12 +454,12 @@ def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) 
             (look - now, t.level(selection, look, True), t.level(ranking, look))
             for look, t in timelines
         ]
-        widen = _widening(setup, logs, lead)
+        widen = widest(setup, lead, now)
         stops = decided(found[1], looks, target, widen=widen, standard=standard)
         if standard and control is not None:  # and the A/A control can tell (estimates.held)
             aa_widen = (
                 zygote_factor(
-                    logs, setup.everyone, setup.aa, (setup.baseline,), setup.benchmarks, now
+                    setup.logs, setup.everyone, setup.aa, (setup.baseline,), setup.benchmarks, now
                 )
                 if setup.aa and setup.rulebook.zygotes
                 else 1.0
@@ -475,12 +474,6 @@ def rounds_left(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) 
     return rounds_to_resolve(*found, target, plain, control)
 
 
-def _widening(setup: Setup, logs: Rounds, lead: Sequence[str]) -> float:
-    """The most the session's zygotes widen the variance of a leader's comparison now."""
-    now = setup.timeline.last
-    return max((widening(setup, logs, c, now) for c in lead), default=1.0)
-
-
 def _median_stop(
     looks: Sequence[tuple[int, float] | tuple[int, float, float]], stops: Iterator[np.ndarray]
 ) -> int | None:
@@ -493,34 +486,33 @@ def _median_stop(
     return None
 
 
-def _control(setup: Setup, logs: Rounds) -> Control | None:
+def _control(setup: Setup) -> Control | None:
     """The session's A/A control as the planner continues it."""
-    d = aa_rounds(setup, logs, setup.benchmarks, setup.timeline.last)
+    d = aa_rounds(setup, setup.benchmarks, setup.timeline.last)
     if len(d) < 2:
         return None
     return Control(tuple(d), statistics.variance(d))
 
 
-def fixed_equivalent(setup: Setup, logs: Rounds, lead: Sequence[str], target: float) -> int | None:
+def fixed_equivalent(setup: Setup, lead: Sequence[str], target: float) -> int | None:
     """Rounds a fixed design (every config every round, one look at the full level) would need
     for its leading tier to be resolved to ±target in at least half of the sessions like this
     one."""
-    found = forecast_of(setup, logs, lead, going_on=False, bound=stats.POINT)
+    found = forecast_of(setup, lead, going_on=False, bound=stats.POINT)
     if found is None or not found[1]:
         return None
     level = setup.against_baseline(setup.split["ranking"])
-    return fixed_rounds(*found, target, level, _widening(setup, logs, lead))
+    widen = widest(setup, lead, setup.timeline.last)
+    return fixed_rounds(*found, target, level, widen)
 
 
-def fixed_decided(
-    setup: Setup, logs: Rounds, candidates: Sequence[str], margin: float
-) -> int | None:
+def fixed_decided(setup: Setup, candidates: Sequence[str], margin: float) -> int | None:
     """The rounds a new session of a fixed design (every config every round, one look at the
     levels of the answer's families) would need for its answer to be decided at `margin` in at
     least half of the sessions like this one: `candidates` (the configs that could still be
     the fastest) drawn about their estimates at their variances, widened as the session's
     zygotes widen them; None beyond MOST_ROUNDS."""
-    found = forecast_of(setup, logs, candidates, going_on=True, bound=stats.POINT, uncertain=True)
+    found = forecast_of(setup, candidates, going_on=True, bound=stats.POINT, uncertain=True)
     if found is None or not found[1]:
         return None
     leaders = found[1]
@@ -528,7 +520,7 @@ def fixed_decided(
         setup.against_best(setup.split["selection"]),
         setup.against_baseline(setup.split["ranking"]),
     )
-    widen = _widening(setup, logs, candidates)
+    widen = widest(setup, candidates, setup.timeline.last)
 
     def enough(n: int) -> bool:
         shares = decided(leaders, [(n, *levels)], margin, fresh=True, widen=widen)

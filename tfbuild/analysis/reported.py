@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 
 from tfbuild.analysis.answer import Answer, Decision
 from tfbuild.analysis.choice import Choice
-from tfbuild.analysis.estimates import Estimate, Out
+from tfbuild.analysis.estimates import Estimate
 from tfbuild.analysis.forms import FormFigures
-from tfbuild.analysis.gaps import Gaps, Trouble
-from tfbuild.analysis.zygotes import Resemblance
+from tfbuild.analysis.gaps import Problems
+from tfbuild.analysis.selection import Out
+from tfbuild.analysis.zygotes import ZygoteFigures
 from tfbuild.machine.profile import HostProfile
 from tfbuild.results import model
 from tfbuild.results.model import ConfigEntry, Design, Stop, VariantRecord
@@ -61,7 +62,7 @@ class Method:
     split: dict[str, float]
     """How the report's error is split between its families, by those rules."""
     weights: dict[str, float]
-    """benchmark -> its weight in the overall level, where it is not 1 (`compare --weight`)."""
+    """benchmark -> its weight in the overall speed, where it is not 1 (`compare --weight`)."""
     margins: dict[str, float]
     """benchmark (and 'overall') -> the indifference margin as a fraction (0.05 = 5 %): the
     verdicts' and the answer's."""
@@ -110,32 +111,6 @@ class Course:
     sessions like this one (simulated, tfbuild.analysis.power). None when not asked for
     (analyse_host's `power`), for fixed designs, and beyond the longest design the planner
     looks at: the report then says nothing of it."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Problems:
-    """What went wrong or differs: warnings, the configs that missed measurements, and what
-    failed to build, install or run."""
-
-    warnings: list[str]
-    flags: dict[str, Gaps]
-    failures: list[Trouble]
-
-
-@dataclass(frozen=True)
-class ZygoteFigures:
-    """What a forked session's own data say of the resemblance of a zygote's children, on the
-    overall level, and what it did to the intervals."""
-
-    resemblance: Resemblance | None
-    """None when no zygote has served two processes yet."""
-    widening: float
-    """The most any config's interval against the baseline was widened by (1: not at all; its
-    half-width's factor)."""
-    most: int
-    """The most processes one zygote served."""
-    zygotes: int
-    """Zygotes that served the session's processes."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -46,12 +46,12 @@ def zygote_table(sessions: Sequence[Session]) -> dict[tuple[str, RoundKey], str]
 
 
 class Rounds:
-    """Per-round log throughput of every (config, benchmark), and the levels computed from it,
-    cached: every comparison at a look asks for the baseline's level again; a level is the mean
-    log throughput over the benchmarks, weighted by `weights` (1 where not named). `zygotes` says
-    which zygote each forked process came from (a fresh process is its own); `memo` keeps what
-    the analysis computes from the rounds seen so far (analysis.zygotes), cleared with the
-    levels when a run is added."""
+    """Per-round log throughput of every (config, benchmark), and the speeds computed from it,
+    cached: every comparison at a look asks for the baseline's speed again; a config's speed in
+    a round is its mean log throughput over the benchmarks, weighted by `weights` (1 where not
+    named). `zygotes` says which zygote each forked process came from (a fresh process is its
+    own); `memo` keeps what the analysis computes from the rounds seen so far
+    (analysis.zygotes), cleared with the speeds when a run is added."""
 
     def __init__(
         self,
@@ -65,7 +65,7 @@ class Rounds:
         self.zygotes: dict[tuple[str, RoundKey], str] = dict(zygotes or {})
         self.weights: dict[str, float] = dict(weights or {})
         self._forked: dict[tuple[str, str], int] = {}
-        self._levels: dict[tuple[str, tuple[str, ...], int | None], dict[RoundKey, float]] = {}
+        self._speeds: dict[tuple[str, tuple[str, ...], int | None], dict[RoundKey, float]] = {}
         self.memo: dict[tuple[object, ...], object] = {}
 
     def get(self, key: tuple[str, str]) -> Mapping[RoundKey, float]:
@@ -76,7 +76,7 @@ class Rounds:
         for bench, value in run.values().items():
             self.table.setdefault((run.config, bench), {})[(session, run.round)] = math.log(value)
         self.place(session, run, forked)
-        self._levels.clear()
+        self._speeds.clear()
         self.memo.clear()
 
     def place(self, session: str, run: Run, forked: bool) -> None:
@@ -95,13 +95,13 @@ class Rounds:
         """The zygote of a config's process in a round (a fresh process: its own)."""
         return self.zygotes.get((config, key)) or f"{config}@{key[0]}:{key[1]}"
 
-    def level(
+    def speed(
         self, config: str, benchmarks: Sequence[str], upto: int | None
     ) -> dict[RoundKey, float]:
-        """round -> weighted mean log throughput over `benchmarks`, for rounds that measured
-        them all (before round `upto` only)."""
+        """round -> the config's speed: its weighted mean log throughput over `benchmarks`, for
+        rounds that measured them all (before round `upto` only)."""
         key = (config, tuple(benchmarks), upto)
-        if key not in self._levels:
+        if key not in self._speeds:
             per_round: dict[RoundKey, list[float]] = defaultdict(list)
             weight = [self.weights.get(b, 1.0) for b in benchmarks]
             if sum(weight) <= 0.0:  # every benchmark left out: equally weighted
@@ -111,12 +111,12 @@ class Rounds:
                 for k, value in self.get((config, bench)).items():
                     if upto is None or k[1] < upto:
                         per_round[k].append(value)
-            self._levels[key] = {  # in round order, which differences() relies on
+            self._speeds[key] = {  # in round order, which differences() relies on
                 k: sum(w * x for w, x in zip(weight, v, strict=True)) / total
                 for k, v in sorted(per_round.items())
                 if len(v) == len(benchmarks)
             }
-        return self._levels[key]
+        return self._speeds[key]
 
 
 def shared_rounds(
@@ -128,8 +128,8 @@ def shared_rounds(
 ) -> list[RoundKey]:
     """The rounds `differences` takes, in the same order (every round of the config's own, with
     no reference: a contrast within it)."""
-    mine = logs.level(config, benchmarks, upto)
-    theirs = [logs.level(r, benchmarks, upto) for r in reference]
+    mine = logs.speed(config, benchmarks, upto)
+    theirs = [logs.speed(r, benchmarks, upto) for r in reference]
     if not theirs:
         return list(mine)
     if len(theirs) == 1:
@@ -145,10 +145,10 @@ def differences(
     benchmarks: Sequence[str],
     upto: int | None = None,
 ) -> list[float]:
-    """Per round: the config's level minus the reference's (the mean of the reference configs
+    """Per round: the config's speed minus the reference's (the mean of the reference configs
     that ran in that round), over `benchmarks`, in round order; rounds before `upto` only."""
-    mine = logs.level(config, benchmarks, upto)  # in round order
-    theirs = [logs.level(r, benchmarks, upto) for r in reference]
+    mine = logs.speed(config, benchmarks, upto)  # in round order
+    theirs = [logs.speed(r, benchmarks, upto) for r in reference]
     if len(theirs) == 1:  # one reference (a pair of configs): the hot path of every look
         (only,) = theirs
         return [value - only[key] for key, value in mine.items() if key in only]

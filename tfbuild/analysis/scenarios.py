@@ -14,7 +14,7 @@ fast (any "Use" is wrong) for 2, 6 and 16 configs; the least favourable ones of 
 with a standard, the best exactly at the margin and 1 % beyond it; and one config twice the
 margin ahead (where the answer should be decided and right), each with noise as rough as the
 committed real sessions, and with the children of a zygote alike (intraclass correlation 0.1
-and 0.3 on a process's overall level). Each rate comes with its one-sided 95 % bound (Clopper
+and 0.3 on a process's overall speed). Each rate comes with its one-sided 95 % bound (Clopper
 and Pearson), and the targets each scenario is held to are checked."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from tfbuild.errors import ResultsError
 from tfbuild.machine.cpu import level_name
 from tfbuild.machine.profile import HostProfile
 from tfbuild.results.codec import load
-from tfbuild.results.model import Design, Look, ProcessPath, Results
+from tfbuild.results.model import Design, Look, LookEstimate, ProcessPath, Results
 from tfbuild.results.rules import DECISIONS, rules
 
 
@@ -197,3 +197,10 @@ def rested_at(looks: Sequence[Look] | None) -> dict[str, int]:
     """config -> the look it rested at (rules 4: resolved to the target while another leading
     config was not): from then on it runs no more rounds and is judged there."""
     return {c: look.round for look in looks or () for c in look.rested}
+
+
+def rest_estimates(looks: Sequence[Look] | None) -> dict[str, LookEstimate]:
+    """The leading configs that rested at earlier looks, each with its interval as the look it
+    rested at recorded it: what later looks count them by (never judged again while the
+    session runs, so a resolved config stays resolved and its pairs are not tested anew)."""
+    return {c: look.estimates[c] for look in looks or () for c in look.rested}

@@ -9,7 +9,7 @@ some benchmarks (now and then a slow process: skew to about -2, excess kurtosis 
 scaled per config (spreads unequal across configs, about 3x apart); plus a shock shared by every
 process of a round (the machine), a warm-up ramp (a config's first processes slower, by an
 amount of its own), an optional trend over the session, and, for a forked process, its zygote's
-own level (an intraclass correlation set on the overall level, or per benchmark), the zygote
+own speed (an intraclass correlation set on the overall speed, or per benchmark), the zygote
 chosen among its config's LIVE as the runtime chooses it (runtime.forked.Turns). Each process
 takes PROCESS_S seconds of session time, as a process of the default suite forked from a zygote
 does (the default --processes)."""
@@ -98,7 +98,7 @@ REAL = Noise(
     round_sd=0.03,
     ramp=0.06,
 )
-"""As rough as the committed real sessions: per-benchmark spreads 3-19 %, a config's level
+"""As rough as the committed real sessions: per-benchmark spreads 3-19 %, a config's speed
 about 5 % (3-9 % across configs), benchmarks correlated at 0.2, slow processes on four of
 seven, a shared shock per round and a warm-up ramp."""
 GAUSSIAN = Noise(spreads={name: 0.05 for name in BENCHMARKS}, shared=0.9)
@@ -126,7 +126,7 @@ class Truth:
     fair machine."""
     zygote: float = 0.0
     """The intraclass correlation of the processes one zygote forks, on a config's overall
-    level (0: as independent as fresh processes)."""
+    speed (0: as independent as fresh processes)."""
     zygote_bench: float = 0.0
     """The same within each benchmark, drawn per benchmark."""
     processes: ProcessPath = "forked"
@@ -140,8 +140,8 @@ class Truth:
         """The fastest config's true ratio to the baseline (the baseline counts: 1.0)."""
         return max([1.0, *self.effects.values()])
 
-    def level_sd(self, spread: float) -> float:
-        """The sd of a process's overall level (the mean log throughput over the benchmarks)
+    def speed_sd(self, spread: float) -> float:
+        """The sd of a process's overall speed (the mean log throughput over the benchmarks)
         of a config of spread multiplier `spread`."""
         s = [self.scale * spread * v for v in self.noise.spreads.values()]
         common = self.noise.shared * sum(s) ** 2
@@ -196,7 +196,7 @@ class Drawn(RoundRunner):
         return ids[slot]
 
     def _own(self, zygote: int, where: str, icc: float, within: float) -> float:
-        """A zygote's own level at `where` (the overall level, or a benchmark): its children
+        """A zygote's own speed at `where` (the overall speed, or a benchmark): its children
         share it, a share `icc` of their variance when `within` is the rest."""
         if icc <= 0.0 or zygote < 0:
             return 0.0
@@ -215,18 +215,18 @@ class Drawn(RoundRunner):
         self.count[config.key] = k + 1
         if r not in self.shock:
             self.shock[r] = rng.gauss(0.0, noise.round_sd) if noise.round_sd else 0.0
-        level = math.log(truth.effect(config.key)) + self.shock[r] + truth.drift * r / 30.0
-        level -= self.ramp[config.key] * math.exp(-k)
-        level += self._own(zygote, "", truth.zygote, truth.level_sd(spread))
+        speed = math.log(truth.effect(config.key)) + self.shock[r] + truth.drift * r / 30.0
+        speed -= self.ramp[config.key] * math.exp(-k)
+        speed += self._own(zygote, "", truth.zygote, truth.speed_sd(spread))
         if config.aa:
-            level += math.log(truth.aa_bias)
+            speed += math.log(truth.aa_bias)
         worst = max(noise.slow.values(), default=(0.0, 0.0))
         common = _shape(rng, truth.tails, worst)
         benchmarks = {}
         for name in self.results.suite.benchmarks:
             sd = spread * noise.spreads[name]
             own = _shape(rng, truth.tails, noise.slow.get(name, (0.0, 0.0)))
-            value = level + sd * (
+            value = speed + sd * (
                 math.sqrt(noise.shared) * common + math.sqrt(1.0 - noise.shared) * own
             )
             value += self._own(zygote, name, truth.zygote_bench, sd)

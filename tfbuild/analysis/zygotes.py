@@ -1,14 +1,14 @@
 """How alike the processes one zygote forks are, as a session's own data tell, and how much
 wider that makes every interval.
 
-A forked process (`--processes forked`) shares part of its level with the other children of
+A forked process (`--processes forked`) shares part of its speed with the other children of
 its zygote: an intraclass correlation rho. A mean over n processes that came from zygotes
 serving m_1, m_2, ... of them has the variance of independent processes times the design effect
 1 + rho (M - 1), M = sum(m^2) / n (Kish 1965), and their sample variance understates the spread
 by 1 - rho (M - 1) / (n - 1). Intervals that treat the processes as independent are too narrow
 by the square root of the ratio, most where few zygotes served many processes.
 
-rho is estimated from the session itself: every config's per-round level, with the round's and
+rho is estimated from the session itself: every config's speed in each round, with the round's and
 the config's own effects taken out (an additive fit over the rounds table, so machine drift and
 the configs' speeds do not count as resemblance), is split into its zygotes; the sums of squares
 between and within zygotes, pooled over the configs, give the one-way random-effects estimate
@@ -37,7 +37,7 @@ stops once no effect moves by more than 1e-9 (a table every config filled is fit
 
 @dataclass(frozen=True)
 class Resemblance:
-    """What a session's data say of the resemblance of a zygote's children, on one level (the
+    """What a session's data say of the resemblance of a zygote's children, on one speed (the
     overall one, or a benchmark's)."""
 
     rho: float
@@ -80,27 +80,43 @@ class Resemblance:
         }
 
 
-def _residuals(levels: Mapping[str, Mapping[RoundKey, float]]) -> dict[str, dict[RoundKey, float]]:
-    """Each config's levels less its own effect and the round's (an additive fit by
+@dataclass(frozen=True)
+class ZygoteFigures:
+    """What a forked session's own data say of the resemblance of a zygote's children, on the
+    overall speed, and what it did to the intervals."""
+
+    resemblance: Resemblance | None
+    """None when no zygote has served two processes yet."""
+    widening: float
+    """The most any config's interval against the baseline was widened by (1: not at all; its
+    half-width's factor)."""
+    most: int
+    """The most processes one zygote served."""
+    zygotes: int
+    """Zygotes that served the session's processes."""
+
+
+def _residuals(speeds: Mapping[str, Mapping[RoundKey, float]]) -> dict[str, dict[RoundKey, float]]:
+    """Each config's speeds less its own effect and the round's (an additive fit by
     alternating means over the cells present)."""
-    config = {c: 0.0 for c in levels}
+    config = {c: 0.0 for c in speeds}
     rounds: dict[RoundKey, float] = defaultdict(float)
     by_round: dict[RoundKey, list[str]] = defaultdict(list)
-    for c, values in levels.items():
+    for c, values in speeds.items():
         for k in values:
             by_round[k].append(c)
     for _ in range(BACKFIT):
         moved = 0.0
-        for c, values in levels.items():
+        for c, values in speeds.items():
             new = sum(v - rounds[k] for k, v in values.items()) / len(values)
             moved, config[c] = max(moved, abs(new - config[c])), new
         for k, members in by_round.items():
-            new = sum(levels[c][k] - config[c] for c in members) / len(members)
+            new = sum(speeds[c][k] - config[c] for c in members) / len(members)
             moved, rounds[k] = max(moved, abs(new - rounds[k])), new
         if moved < 1e-9:
             break
     return {
-        c: {k: v - config[c] - rounds[k] for k, v in values.items()} for c, values in levels.items()
+        c: {k: v - config[c] - rounds[k] for k, v in values.items()} for c, values in speeds.items()
     }
 
 
@@ -111,7 +127,7 @@ def resemblance(
     upto: int | None,
     confidence: float = CONFIDENCE,
 ) -> Resemblance | None:
-    """rho on the level over `benchmarks` of `configs`, from the rounds before `upto`, its upper
+    """rho on the speed over `benchmarks` of `configs`, from the rounds before `upto`, its upper
     bound at `confidence`; None when no zygote served two processes of them (fresh processes,
     or too few yet)."""
     key = ("resemblance", tuple(configs), tuple(benchmarks), upto, confidence)
@@ -129,11 +145,11 @@ def _resemblance(
     upto: int | None,
     confidence: float,
 ) -> Resemblance | None:
-    levels = {c: logs.level(c, benchmarks, upto) for c in configs}
-    levels = {c: v for c, v in levels.items() if len(v) >= 2}
-    if len(levels) < 2:
+    speeds = {c: logs.speed(c, benchmarks, upto) for c in configs}
+    speeds = {c: v for c, v in speeds.items() if len(v) >= 2}
+    if len(speeds) < 2:
         return None
-    residuals = _residuals(levels)
+    residuals = _residuals(speeds)
     between = within = df_between = df_within = 0.0
     cells = sized = 0
     shrink = 0.0  # sum over configs of n - sum(m^2) / n: what m0 is made of
@@ -152,7 +168,7 @@ def _resemblance(
         shrink += n - sum(len(g) ** 2 for g in groups.values()) / n
         cells += n
         sized += sum(1 for g in groups.values() if len(g) >= 2)
-    rounds = len({k for v in levels.values() for k in v})
+    rounds = len({k for v in speeds.values() for k in v})
     if df_within < 1 or df_between < 1 or within <= 0.0:
         return None
     # the round effects took rounds - 1 degrees of freedom from both, in proportion
@@ -193,10 +209,10 @@ def inflation(
     upto: int | None = None,
 ) -> float:
     """How much the variance of a comparison's mean over `rounds` is understated when its
-    processes are taken as independent: the comparison's value in a round is sum(w * level)
+    processes are taken as independent: the comparison's value in a round is sum(w * speed)
     over `terms` (config -> w: 1 for the config, -1/2 for each of the baseline's two
     processes), each config's processes clustered in its zygotes at intraclass correlation
-    `rho` (its levels taken as equally spread). 1 for fresh processes or rho 0. A config whose
+    `rho` (its speeds taken as equally spread). 1 for fresh processes or rho 0. A config whose
     own rounds on `benchmarks` before `upto` are all of `rounds` (as most are) has its
     clusters counted once per look."""
     n = len(rounds)
@@ -204,7 +220,7 @@ def inflation(
         return 1.0
     truth = seen = 0.0
     for config, w in terms.items():
-        own = logs.level(config, benchmarks, upto) if benchmarks else {}
+        own = logs.speed(config, benchmarks, upto) if benchmarks else {}
         if len(own) == n:
             key = ("excess", config, tuple(benchmarks), upto)
             if key not in logs.memo:

@@ -39,7 +39,7 @@ class SessionOptions:
     processes: ProcessPath = DEFAULT_PROCESSES
     """How each benchmark process starts: fresh, or forked from its config's zygote."""
     weights: Mapping[str, float] = field(default_factory=dict)
-    """benchmark -> its weight in the overall level the session decides on (--weight)."""
+    """benchmark -> its weight in the overall speed the session decides on (--weight)."""
     build_failures: Mapping[str, str] = field(default_factory=dict)
     """Variants whose build failed just before the session (`tfbuild run`), with the build's
     message: recorded as failed at their build, not as missing a wheel."""

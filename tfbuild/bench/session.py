@@ -79,7 +79,7 @@ def _session_id() -> str:
 
 def _suite(suite: SuiteSettings, options: SessionOptions) -> SuiteRecord:
     """What the session measures: the suite's benchmarks, then the workload's; how each
-    process starts, and how the benchmarks weigh in the level it decides on."""
+    process starts, and how the benchmarks weigh in the speed it decides on."""
     workload = options.workload
     iterations = {b: ITERATIONS[b] for b in suite.benchmarks}
     samples = {b: SAMPLES[b] for b in suite.benchmarks}

@@ -159,7 +159,7 @@ def parse_fraction(option: str, value: str) -> float:
 def parse_weights(
     values: Sequence[str], benchmarks: Sequence[str], whose: str = "these results measured"
 ) -> dict[str, float]:
-    """--weight BENCHMARK=W (repeatable) as benchmark -> weight in the overall level: each a
+    """--weight BENCHMARK=W (repeatable) as benchmark -> weight in the overall speed: each a
     benchmark the results measured (`whose` says which: results, or the session to run), each
     weight a number >= 0, not all of them 0; the benchmarks not named weigh 1."""
     from tfbuild.config.values import did_you_mean

@@ -52,7 +52,7 @@ def answer_lines(reports: Sequence[HostReport]) -> list[str]:
 
 
 def weighted(r: HostReport) -> str:
-    """How the benchmarks weigh in the overall level, when not equally (--weight)."""
+    """How the benchmarks weigh in the overall speed, when not equally (--weight)."""
     named = {b: w for b, w in r.method.weights.items() if w != 1.0}
     if not named:
         return ""

@@ -459,7 +459,7 @@ class Workload:
 
 ProcessPath = Literal["fresh", "forked"]
 """How a session started its benchmark processes. Both run the same payload, iterations and
-samples, but their levels differ by a few percent per benchmark, either way
+samples, but their speeds differ by a few percent per benchmark, either way
 (docs/measurements/process-cost-*), so sessions of the two are never ranked together."""
 PROCESS_PATHS: tuple[ProcessPath, ...] = get_args(ProcessPath)
 DEFAULT_PROCESSES: ProcessPath = "forked"
@@ -480,7 +480,7 @@ class SuiteRecord:
     TensorFlow) or forked (from a process of the same config that had imported it and run no
     op). Results written before the field existed ran fresh."""
     weights: Mapping[str, float] = field(default_factory=dict)
-    """benchmark -> its weight in the overall level the session was decided on (--weight; 1
+    """benchmark -> its weight in the overall speed the session was decided on (--weight; 1
     for those not named): what its looks, the answer and a replay weigh. Empty: all equal."""
 
 

@@ -46,7 +46,7 @@ def test_the_suite_design_is_replayed_from_the_steps(analysis: calibrate.Calibra
 
 def replayed(iterations: dict[str, int], samples: int) -> tuple[float, float]:
     """A design replayed here, independently of tfbuild's code: its process-to-process sd (the
-    residual sd of the overall level after a least-squares fit of config and round effects)
+    residual sd of the overall speed after a least-squares fit of config and round effects)
     and its seconds per process (the fixed costs, means over the processes, plus the timed
     steps at their mean duration)."""
     calibration = load(CALIBRATION)
@@ -55,7 +55,7 @@ def replayed(iterations: dict[str, int], samples: int) -> tuple[float, float]:
     configs = sorted({r.config for r in runs})
     rounds = sorted({r.round for r in runs})
     design = np.zeros((len(runs), len(configs) + len(rounds)))
-    levels = np.zeros(len(runs))
+    speeds = np.zeros(len(runs))
     for i, run in enumerate(runs):
         design[i, configs.index(run.config)] = 1.0
         design[i, len(configs) + rounds.index(run.round)] = 1.0
@@ -64,9 +64,9 @@ def replayed(iterations: dict[str, int], samples: int) -> tuple[float, float]:
             entry, n = run.benchmarks[b], iterations[b]
             chunks = [entry.steps_s[k * n : (k + 1) * n] for k in range(samples)]
             values.append(statistics.median(math.log(entry.per_step * n / sum(c)) for c in chunks))
-        levels[i] = statistics.fmean(values)
-    fit, *_ = np.linalg.lstsq(design, levels, rcond=None)
-    residual = levels - design @ fit
+        speeds[i] = statistics.fmean(values)
+    fit, *_ = np.linalg.lstsq(design, speeds, rcond=None)
+    residual = speeds - design @ fit
     sd = math.sqrt(float(residual @ residual) / ((len(rounds) - 1) * (len(configs) - 1)))
     mean = statistics.fmean
     fixed = mean(r.wall_s - (r.payload_s or 0.0) + (r.import_s or 0.0) + (r.smoke_s or 0.0)

@@ -1,52 +1,42 @@
-"""Estimates and the claims made from them, on per-round log ratios set here and on synthetic
-sessions whose true speeds are set: a verdict against the margin from an interval; the trimmed
-mean interval of the per-round log ratios (Student's t, Yuen's when values are trimmed); each
-config against the baseline containing its true ratio, wider with more noise, at a per-comparison
-level between Bonferroni's and the family's; which configs cannot be the fastest (the one truly
-fastest never), and the A/A control keeping a claim from a gap no wider than two processes of
-one build can show; the floors, tiers and resolution made from them; the spread of one process
-the A/A control shows; and the setup's levels under the rules of a session."""
+"""Each config against the baseline, on per-round log ratios set here and on synthetic sessions
+whose true speeds are set: a verdict against the margin from an interval; the trimmed mean
+interval of the per-round log ratios (Student's t, Yuen's when values are trimmed); each config
+against the baseline containing its true ratio, wider with more noise, at a per-comparison
+level between Bonferroni's and the family's, overall and per benchmark; a config measured too
+little for an interval; the spread of one process the A/A control shows; the setup's
+significance levels under the rules of a session and what a pair of configs is taken over."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats as scipy_stats
-from support.synthetic import BASELINE, BENCHMARKS, session
+from support.synthetic import BASELINE, BENCHMARKS, session, setup_of
 
 from tfbuild import stats
 from tfbuild.analysis.estimates import (
     MIN_MARGIN,
     Estimate,
-    Out,
-    Pair,
     Setup,
     aa_control,
     aa_rounds,
     aa_too_wide,
-    claims_of,
+    benchmark_estimates,
     estimate,
-    floors,
     held,
     indifference,
-    leading,
-    make_setup,
     noise_margin,
-    out_claims,
-    pairs,
     ranking_estimates,
-    resolution,
-    selection,
-    tiers,
+    unknown,
     verdict,
     widened,
     widening,
+    widest,
 )
-from tfbuild.analysis.rounds import Rounds, round_table, zygote_table
-from tfbuild.analysis.sessions import Session, Timeline
+from tfbuild.analysis.rounds import Rounds
+from tfbuild.analysis.sessions import Timeline
 from tfbuild.results.model import AA_SUFFIX, Design, Results
 from tfbuild.results.rules import SPLIT_6
 
@@ -57,27 +47,17 @@ M = math.log1p(0.05)
 """The 5 % margin in log."""
 
 
-def setup_of(results: Results, design: Design | None = None) -> tuple[Setup, Rounds]:
-    """The setup of a fixed session at its one look, as the report makes it."""
-    found = Session(Path("s.json"), results)
-    logs = Rounds(round_table([found]), zygote_table([found]))
-    keys = [c.key for c in results.configs if not c.aa and c.key != BASELINE]
-    rounds = results.design.rounds or 0
-    timeline = Timeline((rounds,))
-    return make_setup(results, keys, logs, design or results.design, AA, timeline), logs
-
-
 def paired_log_ratios(results: Results, config: str) -> np.ndarray:
     """Per round, from the raw samples: the config's mean log throughput over the benchmarks
     minus the mean of the baseline's two processes' (the baseline and its copy)."""
 
-    def level(key: str, r: int) -> float:
+    def speed(key: str, r: int) -> float:
         (run,) = [x for x in results.runs if x.config == key and x.round == r]
         medians = [np.median([s.throughput for s in run.benchmarks[b].samples]) for b in BENCHMARKS]
         return float(np.mean(np.log(medians)))
 
     rounds = sorted({run.round for run in results.runs})
-    return np.array([level(config, r) - (level(BASELINE, r) + level(AA, r)) / 2 for r in rounds])
+    return np.array([speed(config, r) - (speed(BASELINE, r) + speed(AA, r)) / 2 for r in rounds])
 
 
 def test_a_verdict_needs_the_whole_interval_beyond_or_within_the_margin() -> None:
@@ -137,8 +117,8 @@ def test_each_config_against_the_baseline_holds_its_true_ratio() -> None:
     estimate is the trimmed mean of the paired log ratios worked out from the raw samples, and
     the A/A copy (the baseline's build) comes out equivalent to it."""
     results = session({FAST: 1.25, SLOW: 0.8}, noise=0.01, rounds=12, seed=3)
-    setup, logs = setup_of(results)
-    found, aa = ranking_estimates(setup, logs, 0.05)
+    setup = setup_of(results)
+    found, aa = ranking_estimates(setup, 0.05)
     assert set(found) == {FAST, SLOW}
     for config, truth, said in ((FAST, 1.25, "faster"), (SLOW, 0.8, "slower")):
         e = found[config]
@@ -155,8 +135,8 @@ def test_more_noise_widens_the_intervals() -> None:
     noisy = session({FAST: 1.25, SLOW: 0.8}, noise=0.08, rounds=12, seed=3)
     widths = []
     for results in (quiet, noisy):
-        setup, logs = setup_of(results)
-        found, _ = ranking_estimates(setup, logs, 0.05)
+        setup = setup_of(results)
+        found, _ = ranking_estimates(setup, 0.05)
         assert found[FAST].low < 1.25 < found[FAST].high
         widths.append(found[FAST].half_width)
     assert widths[1] > 3 * widths[0]
@@ -167,15 +147,15 @@ def test_the_per_comparison_level_lies_between_bonferronis_and_the_familys() -> 
     each more than 1.5 % / 3, less than 1.5 %; under rules 1 it is Bonferroni's exactly, and
     the selection's 1 % over the k - 1 = 2 rivals likewise."""
     results = session({FAST: 1.25, SLOW: 0.8}, noise=0.01, rounds=12, seed=3)
-    setup, logs = setup_of(results)
+    setup = setup_of(results)
     alpha = SPLIT_6["ranking"]
-    found, _ = ranking_estimates(setup, logs, 0.05)
+    found, _ = ranking_estimates(setup, 0.05)
     assert (setup.family, setup.rivals) == (3, 2)
     assert alpha / 3 < found[FAST].level == found[SLOW].level < alpha
     selection_alpha = SPLIT_6["selection"]
     assert selection_alpha / 2 < setup.against_best(selection_alpha) < selection_alpha
     first = Design(kind="sequential", first=2, horizon=12, resolve=0.05, decisions=1)
-    old, _ = setup_of(results, first)
+    old = setup_of(results, first)
     assert old.against_baseline(0.025) == pytest.approx(0.025 / 3)
     assert old.against_best(0.015) == pytest.approx(0.015 / 2)
 
@@ -185,7 +165,7 @@ def test_a_config_is_compared_over_what_it_and_the_baseline_measured() -> None:
     whole; dead measured nothing: not compared, though it counts in the family."""
     results = session({FAST: 1.2, PART: 1.1, DEAD: 1.0}, noise=0.01, rounds=6,
                       failing={PART: ["gru-keras"], DEAD: list(BENCHMARKS)})  # fmt: skip
-    setup, logs = setup_of(results)
+    setup = setup_of(results)
     assert setup.compared == (FAST, PART)
     assert setup.measured[PART] == ("matmul-pinned", "input-fed")
     assert setup.measured[FAST] == tuple(BENCHMARKS)
@@ -193,84 +173,33 @@ def test_a_config_is_compared_over_what_it_and_the_baseline_measured() -> None:
     assert (setup.family, setup.rivals) == (4, 3)
     assert setup.reference == (BASELINE, AA)
     assert setup.everyone == (FAST, PART, BASELINE, AA)
-    found, _ = ranking_estimates(setup, logs, 0.05)
+    found, _ = ranking_estimates(setup, 0.05)
     assert found[PART].low < 1.1 < found[PART].high
+    assert setup.pair(FAST, BASELINE) == ((BASELINE, AA), tuple(BENCHMARKS))
+    assert setup.pair(PART, FAST) == ((FAST,), ("matmul-pinned", "input-fed"))
+    with pytest.raises(ValueError, match="second of a pair"):
+        setup.pair(BASELINE, FAST)
+    per_benchmark, aa = benchmark_estimates(setup, dict.fromkeys(BENCHMARKS, 0.05))
+    assert {b for c, b in per_benchmark if c == PART} == {"matmul-pinned", "input-fed"}
+    assert {b for c, b in per_benchmark if c == FAST} == set(BENCHMARKS) == set(aa)
+    assert all(e.benchmark == b for (_, b), e in per_benchmark.items())
+    assert per_benchmark[(FAST, "input-fed")].low < 1.2 < per_benchmark[(FAST, "input-fed")].high
+    assert per_benchmark[(FAST, "input-fed")].level < found[FAST].level  # Bonferroni across
 
 
-def fastest_of_four(aa_effect: float = 1.0) -> tuple[Setup, Rounds]:
-    results = session({FAST: 1.3, MID: 1.0, SLOW: 0.7}, noise=0.01, rounds=12, seed=5,
-                      aa_effect=aa_effect)  # fmt: skip
+def test_a_config_without_an_interval_is_unknown_with_its_estimate() -> None:
+    """Two rounds: fast's estimate is the mean of its paired log ratios; its interval holds
+    anything, and it is undecided."""
+    setup = setup_of(session({FAST: 1.2}, noise=0.01, rounds=2, seed=3))
+    e = unknown(setup, FAST, 0.05)
+    assert e.ratio == pytest.approx(1.2, rel=0.05) and e.rounds == 2
+    assert (e.low, e.high, e.verdict) == (0.0, math.inf, "undecided")
+    assert unknown(setup, "never:ran", 0.05).ratio == 1.0
+
+
+def fastest_of_four() -> Setup:
+    results = session({FAST: 1.3, MID: 1.0, SLOW: 0.7}, noise=0.01, rounds=12, seed=5)
     return setup_of(results)
-
-
-def test_the_configs_behind_the_fastest_are_put_out_by_it_first() -> None:
-    """fast 1.3x, mid as fast as the baseline, slow 0.7x: mid, slow and the baseline are out,
-    each first by fast (the strongest evidence: the lowest bound); fast never."""
-    setup, logs = fastest_of_four()
-    configs = [FAST, MID, SLOW, BASELINE]
-    found = pairs(setup, logs, configs, 12)
-    assert len(found) == 6 and all(p.x != BASELINE for p in found)  # the baseline second
-    assert {p.y for p in found if p.x == FAST} == {MID, SLOW, BASELINE}
-    claims = out_claims(setup, logs, configs, 12)
-    assert {c.config for c in claims} == {MID, SLOW, BASELINE}
-    first = {c.config: c for c in reversed(claims)}  # each config's first claim
-    assert all(first[c].than == FAST for c in (MID, SLOW, BASELINE))
-    assert first[SLOW].ratio == pytest.approx(0.7 / 1.3, rel=0.03)
-    assert all(c.ratio < c.upper < 1.0 for c in claims)
-    assert leading(configs, claims) == [FAST]
-    assert tiers(configs, claims) == [[FAST], [MID, SLOW, BASELINE]]
-    low = floors(found, configs)
-    assert 1.0 < low[FAST] < 1.3  # ahead of the fastest other, by at least this
-    assert low[SLOW] < 0.7 / 1.3 * 1.03
-
-
-def test_the_a_a_control_keeps_a_config_in_when_its_gap_is_within_its_reach() -> None:
-    """The baseline's copy 1.5x the baseline (a machine on which two processes of one build land
-    that far apart): a gap of log 1.5 or less puts nothing out, slow's (log 1.3 / 0.7) still
-    does; without the control's say the narrower gaps put configs out too."""
-    setup, logs = fastest_of_four(aa_effect=1.5)
-    configs = [FAST, MID, SLOW, BASELINE]
-    culled = selection(setup, logs, configs, 12)
-    assert culled.beyond is not None and culled.beyond > math.log(1.5)
-    assert {c.config for c in culled.claims} == {SLOW}
-    assert {c.config for c in out_claims(setup, logs, configs, 12)} > {SLOW}
-    quiet, quiet_logs = fastest_of_four()
-    fair = selection(quiet, quiet_logs, configs, 12)
-    assert fair.beyond is not None and fair.beyond < 0.03  # one build's processes agree
-
-
-def test_claims_are_made_from_pairs_whose_bound_excludes_a_tie() -> None:
-    """a behind b beyond the reach: a out; c ahead of d: d out; a pair within its reach, or
-    of no reach, claims nothing; a gap within `beyond` claims nothing."""
-    found = [
-        Pair("a", "b", 5, -0.10, 0.05),
-        Pair("c", "d", 5, 0.20, 0.10),
-        Pair("e", "f", 5, -0.03, 0.05),
-        Pair("g", "h", 5, -0.50, math.inf),
-    ]
-    assert claims_of(found) == [
-        Out("a", "b", 5, math.exp(-0.10), math.exp(-0.05)),
-        Out("d", "c", 5, math.exp(-0.20), math.exp(-0.10)),
-    ]
-    assert [c.config for c in claims_of(found, beyond=0.15)] == ["d"]
-
-
-def test_floors_are_each_configs_worst_bound_against_the_others() -> None:
-    found = [Pair("a", "b", 5, 0.10, 0.05), Pair("a", "c", 5, 0.02, 0.10),
-             Pair("b", "c", 5, -0.02, 0.03), Pair("a", "z", 5, 0.9, 0.01)]  # fmt: skip
-    assert floors(found, ["a", "b", "c"]) == pytest.approx(
-        {"a": math.exp(-0.08), "b": math.exp(-0.15), "c": math.exp(-0.12)}
-    )
-    assert floors([], ["alone"]) == {"alone": math.inf}
-
-
-def test_the_resolution_is_the_widest_half_width_of_the_lead() -> None:
-    e = Estimate(FAST, "overall", 1.2, 1.1, 1.5, 0.05, 0.01, 10, 0.02, 0.05, "faster")
-    f = Estimate(MID, "overall", 1.0, 0.95, 1.02, 0.05, 0.01, 10, 0.02, 0.05, "equivalent")
-    assert resolution([FAST, MID], {FAST: e, MID: f}) == pytest.approx(0.25)
-    assert resolution([MID], {FAST: e, MID: f}) == pytest.approx(0.05)
-    assert resolution([MID, SLOW], {MID: f}) == math.inf  # a config with no interval yet
-    assert resolution([], {}) == 0.0
 
 
 def aa_estimate(low: float, high: float) -> Estimate:
@@ -287,12 +216,6 @@ def test_the_a_a_control_is_too_wide_beyond_two_margins_and_holds_beyond_three()
     assert aa_too_wide(aa_estimate(0.0, 1.1), 0.05)  # no interval below
 
 
-def hand_setup(decisions: int = 6, aa: str | None = AA) -> Setup:
-    design = Design(kind="sequential", first=2, horizon=12, resolve=0.03, decisions=decisions)
-    measured = {BASELINE: ("x",), FAST: ("x",)}
-    return Setup(BASELINE, aa, ("x",), (FAST,), design, measured, 2, Timeline((6,)))
-
-
 def hand_rounds(step: float) -> Rounds:
     """Six rounds of one benchmark: the copy step above, then below, the baseline in turn."""
     base = {("s", r): 100.0 for r in range(6)}
@@ -300,20 +223,33 @@ def hand_rounds(step: float) -> Rounds:
     return Rounds({(BASELINE, "x"): base, (AA, "x"): copy, (FAST, "x"): base})
 
 
+def hand_setup(
+    decisions: int = 6, aa: str | None = AA, step: float = 0.1, design: Design | None = None
+) -> Setup:
+    """A setup on hand_rounds(step) (a sequential design of rules `decisions` looking at round
+    6, unless `design`)."""
+    design = design or Design(
+        kind="sequential", first=2, horizon=12, resolve=0.03, decisions=decisions
+    )
+    measured = {BASELINE: ("x",), FAST: ("x",)}
+    return Setup(logs=hand_rounds(step), baseline=BASELINE, aa=aa, benchmarks=("x",),
+                 compared=(FAST,), design=design, measured=measured, family=2,
+                 timeline=Timeline((6,)))  # fmt: skip
+
+
 def test_the_a_a_rounds_and_control_compare_the_copy_with_the_baseline_alone() -> None:
     """Log ratios +-0.1 in turn: mean 0, sd sqrt(6 x 0.01 / 5); at a level of 0.05 the
     interval reaches 2.571 standard errors either way."""
-    setup, logs = hand_setup(), hand_rounds(0.1)
-    assert aa_rounds(setup, logs, ["x"], None) == pytest.approx([0.1, -0.1] * 3)
-    assert aa_rounds(setup, logs, ["x"], 3) == pytest.approx([0.1, -0.1, 0.1])
-    assert aa_rounds(hand_setup(aa=None), logs, ["x"], None) == []
-    fixed = Setup(BASELINE, AA, ("x",), (FAST,), Design(kind="fixed", rounds=6),
-                  {BASELINE: ("x",), FAST: ("x",)}, 2, Timeline((6,)))  # fmt: skip
-    e = aa_control(fixed, logs, "overall", ["x"], 0.05, 0.05)
+    setup = hand_setup()
+    assert aa_rounds(setup, ["x"], None) == pytest.approx([0.1, -0.1] * 3)
+    assert aa_rounds(setup, ["x"], 3) == pytest.approx([0.1, -0.1, 0.1])
+    assert aa_rounds(hand_setup(aa=None), ["x"], None) == []
+    fixed = hand_setup(design=Design(kind="fixed", rounds=6))
+    e = aa_control(fixed, "overall", ["x"], 0.05, 0.05)
     assert e is not None and e.ratio == pytest.approx(1.0) and e.rounds == 6
     half = scipy_stats.t.ppf(0.975, 5) * math.sqrt(0.012) / math.sqrt(6)
     assert e.low == pytest.approx(math.exp(-half)) and e.verdict == "undecided"
-    assert aa_control(hand_setup(aa=None), logs, "overall", ["x"], 0.05, 0.05) is None
+    assert aa_control(hand_setup(aa=None), "overall", ["x"], 0.05, 0.05) is None
 
 
 def test_the_spread_of_one_process_comes_from_the_a_a_control() -> None:
@@ -322,16 +258,14 @@ def test_the_spread_of_one_process_comes_from_the_a_a_control() -> None:
     spread, a session without a copy and one of a single round are floored at 2 %."""
     setup = hand_setup()
     sd = math.sqrt(0.012)
-    assert noise_margin(setup, hand_rounds(0.1), ["x"]) == pytest.approx(
-        math.expm1(sd / math.sqrt(2))
-    )
+    assert noise_margin(setup, ["x"]) == pytest.approx(math.expm1(sd / math.sqrt(2)))
     lower = sd * math.sqrt(5 / scipy_stats.chi2.ppf(0.9, 5))  # the 90 % upper quantile
-    assert noise_margin(setup, hand_rounds(0.1), ["x"], lower=True) == pytest.approx(
+    assert noise_margin(setup, ["x"], lower=True) == pytest.approx(
         math.expm1(lower / math.sqrt(2)), rel=0.01
     )
-    assert noise_margin(setup, hand_rounds(0.001), ["x"]) == MIN_MARGIN
-    assert noise_margin(hand_setup(aa=None), hand_rounds(0.1), ["x"]) == MIN_MARGIN
-    assert noise_margin(setup, hand_rounds(0.1), ["x"], upto=1) == MIN_MARGIN
+    assert noise_margin(hand_setup(step=0.001), ["x"]) == MIN_MARGIN
+    assert noise_margin(hand_setup(aa=None), ["x"]) == MIN_MARGIN
+    assert noise_margin(setup, ["x"], upto=1) == MIN_MARGIN
 
 
 def test_the_margin_is_the_designs_under_rules_6_and_never_below_the_spread_before() -> None:
@@ -343,9 +277,10 @@ def test_the_margin_is_the_designs_under_rules_6_and_never_below_the_spread_befo
 def test_fresh_processes_or_rules_before_6_widen_nothing() -> None:
     """Each fresh process is its own zygote: nothing alike to widen for; under rules 5 the
     zygotes are not looked at."""
-    setup, logs = fastest_of_four()
-    assert widening(setup, logs, FAST, 12) == pytest.approx(1.0)
+    setup = fastest_of_four()
+    assert widening(setup, FAST, 12) == pytest.approx(1.0)
+    assert widest(setup, [FAST, MID, SLOW]) == pytest.approx(1.0)
     loc = stats.trimmed([0.1, 0.12, 0.08])
-    assert widened(setup, logs, loc, FAST, setup.reference, BENCHMARKS, 12) == loc
-    assert widening(hand_setup(5), hand_rounds(0.1), FAST, 6) == 1.0
-    assert widened(hand_setup(5), hand_rounds(0.1), loc, FAST, (BASELINE,), ["x"], 6) is loc
+    assert widened(setup, loc, FAST, setup.reference, BENCHMARKS, 12) == loc
+    assert widening(hand_setup(5), FAST, 6) == 1.0
+    assert widened(hand_setup(5), loc, FAST, (BASELINE,), ["x"], 6) is loc

@@ -103,7 +103,7 @@ def test_gate_on_the_committed_sessions_of_two_suite_versions_fails() -> None:
 
 
 def test_gate_leaves_out_old_results_that_started_their_processes_the_other_way() -> None:
-    """Forked processes time the same work at levels a few percent from fresh ones: old results
+    """Forked processes time the same work at speeds a few percent from fresh ones: old results
     of the other path are left out, and the gate says so, as it does for another suite."""
     fresh = Session(Path("old-fresh.json"), session({"v:default": 1.0}, seed=1, session_id="a"))
     faster = session({"v:default": 2.0}, seed=2, session_id="b")

@@ -15,7 +15,7 @@ from support.cli import RESULTS, compare
 from support.synthetic import BASELINE, assert_coherent_tiers, session, write
 
 from tfbuild import stats
-from tfbuild.analysis import host_report as report_module
+from tfbuild.analysis import answering, ranking
 from tfbuild.analysis.estimates import OVERALL
 from tfbuild.analysis.host_report import analyse_host
 from tfbuild.analysis.reported import HostReport
@@ -53,24 +53,24 @@ def test_real_session_findings() -> None:
     assert intel["high"] <= 1.05
 
 
-def level_differences(
+def speed_differences(
     doc: dict[str, Any],
     config: str,
     reference: tuple[str, ...] = ("stock:default", "stock:default~aa"),
 ) -> list[float]:
     """Per round: the config's mean log throughput minus the mean of the reference processes
     (the baseline's two), computed here from the raw samples without tfbuild."""
-    levels: dict[tuple[str, int], float] = {}
+    speeds: dict[tuple[str, int], float] = {}
     benches = doc["suite"]["benchmarks"]
     for run in doc["runs"]:
         values = [
             math.log(statistics.median(x["throughput"] for x in run["benchmarks"][b]["samples"]))
             for b in benches
         ]
-        levels[(run["config"], run["round"])] = statistics.fmean(values)
-    rounds = sorted({r for _, r in levels})
+        speeds[(run["config"], run["round"])] = statistics.fmean(values)
+    rounds = sorted({r for _, r in speeds})
     return [
-        levels[(config, r)] - statistics.fmean(levels[(ref, r)] for ref in reference)
+        speeds[(config, r)] - statistics.fmean(speeds[(ref, r)] for ref in reference)
         for r in rounds
     ]
 
@@ -81,7 +81,7 @@ def test_one_odd_round_does_not_move_the_answer() -> None:
     estimate by more than 2 %, where the plain mean of the per-round ratios moves every config
     by 3.5 %; the margin stays near the spread of the steady rounds, not of the odd one."""
     doc = json.loads(REAL.read_text())
-    aa = level_differences(doc, "stock:default~aa", ("stock:default",))
+    aa = speed_differences(doc, "stock:default~aa", ("stock:default",))
     assert max(aa) == pytest.approx(0.125, abs=0.01) and aa.index(max(aa)) == 3
     before = analyse_host([Session(REAL, from_json(doc))])
     worse = copy.deepcopy(doc)
@@ -96,8 +96,8 @@ def test_one_odd_round_does_not_move_the_answer() -> None:
         assert moved.verdict == e.verdict, e.config
         assert moved.ratio == pytest.approx(e.ratio, rel=0.02), e.config
     for config in ("stock:single-thread", "intel-2.14:default", "intel-2.14:single-thread"):
-        plain = statistics.fmean(level_differences(worse, config))
-        assert plain - statistics.fmean(level_differences(doc, config)) == pytest.approx(
+        plain = statistics.fmean(speed_differences(worse, config))
+        assert plain - statistics.fmean(speed_differences(doc, config)) == pytest.approx(
             math.log(2) / 2 / 10
         )
     assert after.method.spreads["overall"] == pytest.approx(
@@ -272,14 +272,14 @@ def test_only_power_runs_the_planners(monkeypatch: pytest.MonkeyPatch) -> None:
     only then: an analysis that wants the answer alone (a replay, a scenario) pays for none.
     With them the report gains the fixed design and the budget, and nothing else changes."""
     planned: list[str] = []
-    for name in ("fixed_equivalent", "fixed_decided"):
-        real = getattr(report_module, name)
+    for module, name in ((ranking, "fixed_equivalent"), (answering, "fixed_decided")):
+        real = getattr(module, name)
 
         def spy(*args: Any, _name: str = name, _real: Any = real, **kwargs: Any) -> Any:
             planned.append(_name)
             return _real(*args, **kwargs)
 
-        monkeypatch.setattr(report_module, name, spy)
+        monkeypatch.setattr(module, name, spy)
     sessions = load_sessions([GOLDEN / "default-run.json.gz"])
     plain = analyse_host(sessions)
     assert planned == []
@@ -436,7 +436,7 @@ def _overall(report: HostReport, config: str) -> float:
 
 
 def test_weights_put_the_answer_on_the_benchmarks_that_resemble_your_model() -> None:
-    """`compare --weight`: the overall level is the benchmarks' weighted mean, so the ratio of
+    """`compare --weight`: the overall speed is the benchmarks' weighted mean, so the ratio of
     two configs is about the weighted geometric mean of their per-benchmark ratios; the
     README's "Use" rests on the input benchmarks, and without them it is not shown."""
     doc = json.loads(compare(EPYC.name, "--format", "json").stdout)
@@ -467,13 +467,13 @@ def test_a_session_is_weighed_as_it_recorded_unless_asked_otherwise() -> None:
     assert recorded.method.weights == NO_INPUT
     override = analyse_host([Session(EPYC, weighed)], weights={})
     assert _overall(override, AHEAD) == _overall(plain, AHEAD)
-    # the looks the session took are replayed on the level it was decided on
+    # the looks the session took are replayed on the speed it was decided on
     assert (
         analyse_host([Session(EPYC, results)], weights=NO_INPUT).course.looks == plain.course.looks
     )
 
 
-def test_a_sequential_session_looks_at_the_level_it_records() -> None:
+def test_a_sequential_session_looks_at_the_speed_it_records() -> None:
     """The looks of a session with --weight (analysis.looks.SequentialLooks, what bench hands
     its schedule) weigh the benchmarks as recorded: the README session's last look, taken
     again with the input benchmarks left out, no longer has the leader ahead by 14 %."""

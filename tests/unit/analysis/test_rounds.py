@@ -1,7 +1,7 @@
 """Per-round values of a tiny session built by hand (two configs, three rounds, two benchmarks,
 one benchmark failing once): each process's value is the median of its samples, taken as log
-throughput; a config's level in a round is the (weighted) mean over the benchmarks, only in
-rounds that measured them all; the paired differences are the config's level minus its
+throughput; a config's speed in a round is the (weighted) mean over the benchmarks, only in
+rounds that measured them all; the paired differences are the config's speed minus its
 reference's (the mean of the references present) round by round; and each forked process is
 placed with the zygote it came from (named, or counted in blocks of five before names)."""
 
@@ -77,28 +77,28 @@ def test_raw_samples_are_every_sample_of_every_session_in_order() -> None:
     assert found[(BASE, "b")] == [50.0, 60.0, 50.0]  # nothing of round 2's, which raised
 
 
-def test_rounds_hold_log_throughput_and_a_level_only_where_every_benchmark_measured() -> None:
+def test_rounds_hold_log_throughput_and_a_speed_only_where_every_benchmark_measured() -> None:
     logs = tiny()
     assert logs.get((BASE, "a")) == {("s1", 0): log(100), ("s1", 1): log(120), ("s1", 2): log(80)}
     assert logs.get(("missing", "a")) == {}
-    assert logs.level(BASE, ["a", "b"], None) == pytest.approx(
+    assert logs.speed(BASE, ["a", "b"], None) == pytest.approx(
         {("s1", 0): (log(100) + log(50)) / 2, ("s1", 1): (log(120) + log(60)) / 2}
     )
-    assert list(logs.level(FAST, ["a", "b"], None)) == [("s1", 0), ("s1", 1), ("s1", 2)]
-    assert list(logs.level(FAST, ["a", "b"], 2)) == [("s1", 0), ("s1", 1)]  # before round 2
+    assert list(logs.speed(FAST, ["a", "b"], None)) == [("s1", 0), ("s1", 1), ("s1", 2)]
+    assert list(logs.speed(FAST, ["a", "b"], 2)) == [("s1", 0), ("s1", 1)]  # before round 2
 
 
-def test_weights_tilt_the_level_towards_a_benchmark_and_none_at_all_weigh_equally() -> None:
+def test_weights_tilt_the_speed_towards_a_benchmark_and_none_at_all_weigh_equally() -> None:
     weighed = Rounds(round_table([of(TINY)]), weights={"a": 3.0})
-    assert weighed.level(BASE, ["a", "b"], None)[("s1", 0)] == pytest.approx(
+    assert weighed.speed(BASE, ["a", "b"], None)[("s1", 0)] == pytest.approx(
         (3 * log(100) + log(50)) / 4
     )
     nothing = Rounds(round_table([of(TINY)]), weights={"a": 0.0, "b": 0.0})
-    assert nothing.level(BASE, ["a", "b"], None)[("s1", 0)] == pytest.approx(log(5000) / 2)
+    assert nothing.speed(BASE, ["a", "b"], None)[("s1", 0)] == pytest.approx(log(5000) / 2)
 
 
 def test_differences_pair_the_configs_round_by_round() -> None:
-    """Over both benchmarks only rounds 0 and 1 pair (the baseline has no level in round 2):
+    """Over both benchmarks only rounds 0 and 1 pair (the baseline has no speed in round 2):
     round 0 is half of log(2 x 1.5), round 1 half of log(1.25 x 1.5)."""
     logs = tiny()
     assert differences(logs, FAST, [BASE], ["a", "b"]) == pytest.approx(
@@ -125,12 +125,12 @@ def test_against_several_references_a_round_takes_the_mean_of_those_present() ->
     assert shared_rounds(sparse, FAST, [BASE], ["a"]) == [("s1", 1)]
 
 
-def test_a_run_added_shows_in_the_levels_asked_for_before() -> None:
+def test_a_run_added_shows_in_the_speeds_asked_for_before() -> None:
     logs = tiny()
-    assert ("s1", 3) not in logs.level(FAST, ["a"], None)
+    assert ("s1", 3) not in logs.speed(FAST, ["a"], None)
     logs.memo[("anything",)] = 1
     logs.add("s1", run(FAST, 3, {"a": [300.0, 100.0, 500.0]}))
-    assert logs.level(FAST, ["a"], None)[("s1", 3)] == pytest.approx(log(300))
+    assert logs.speed(FAST, ["a"], None)[("s1", 3)] == pytest.approx(log(300))
     assert logs.memo == {}  # what was computed from fewer rounds is forgotten
     assert logs.zygote(FAST, ("s1", 3)) == "fast:default@s1:3"  # a fresh process: its own
 

@@ -170,7 +170,7 @@ def test_the_margin_named_is_the_one_asked_whatever_the_noise() -> None:
 
 
 def _between_zygotes(icc: float, overall: bool) -> float:
-    """The share of a config's log throughput variance (its overall level, or per benchmark)
+    """The share of a config's log throughput variance (its overall speed, or per benchmark)
     between the zygotes its processes name, over three fixed sessions of 60 rounds of equally
     fast configs with normal noise (a one-way analysis of variance over the zygotes, each
     config on its own; not held at 0, so that the mean is not biased up)."""
@@ -183,7 +183,7 @@ def _between_zygotes(icc: float, overall: bool) -> float:
         names = results.suite.benchmarks
         for config in {r.config for r in results.runs}:
             runs = [r for r in results.runs if r.config == config]
-            for name in ["level"] if overall else names:
+            for name in ["speed"] if overall else names:
                 groups: dict[str | None, list[float]] = {}
                 for r in runs:
                     logs = [math.log(r.benchmarks[b].samples[0].throughput) for b in names]
@@ -201,7 +201,7 @@ def _between_zygotes(icc: float, overall: bool) -> float:
 
 def test_the_children_of_a_simulated_zygote_resemble_each_other_as_set() -> None:
     """The simulated processes name the zygote they came from, and a zygote's children resemble
-    each other at about the intraclass correlation set, on the overall level or per benchmark,
+    each other at about the intraclass correlation set, on the overall speed or per benchmark,
     and not at all when none is set."""
     assert abs(_between_zygotes(0.0, True)) < 0.08
     assert 0.18 < _between_zygotes(0.3, True) < 0.42
@@ -445,7 +445,7 @@ def _roughness(results: list[Results]) -> dict[str, float]:
     throughput less its config's mean and its round's effect; per benchmark its spread (the
     median over configs), the correlation between a process's benchmarks, the skew and excess
     kurtosis of the cells with 20 processes or more, and how far apart the configs' spreads of
-    their overall level are (the widest over the narrowest, per session)."""
+    their overall speed are (the widest over the narrowest, per session)."""
     spreads: dict[str, list[float]] = {}
     correlations, skews, kurtoses, ratios = [], [], [], []
     for doc in results:
@@ -455,13 +455,13 @@ def _roughness(results: list[Results]) -> dict[str, float]:
             for name, value in run.values().items():
                 by.setdefault((run.config, name), {})[run.round] = math.log(value)
         configs = sorted({c for c, _ in by})
-        levels = {}
+        speeds = {}
         for c in configs:
             rounds = sorted(set.intersection(*(set(by.get((c, b), {})) for b in names)))
             if len(rounds) < 8:
                 continue
             grid = np.array([[by[(c, b)][r] for r in rounds] for b in names])
-            levels[c] = dict(zip(rounds, grid.mean(axis=0), strict=True))
+            speeds[c] = dict(zip(rounds, grid.mean(axis=0), strict=True))
             grid -= grid.mean(axis=1, keepdims=True)
             for name, row in zip(names, grid, strict=True):
                 spreads.setdefault(name, []).append(float(row.std(ddof=1)))
@@ -471,11 +471,11 @@ def _roughness(results: list[Results]) -> dict[str, float]:
                     kurtoses.append(float((z**4).mean() - 3))
             corr = np.corrcoef(grid)
             correlations.append(float(corr[np.triu_indices(len(names), 1)].mean()))
-        shock = {}  # the round's effect: the mean over configs of their levels' deviations
-        for r in {r for v in levels.values() for r in v}:
-            here = [v[r] - np.mean(list(v.values())) for v in levels.values() if r in v]
+        shock = {}  # the round's effect: the mean over configs of their speeds' deviations
+        for r in {r for v in speeds.values() for r in v}:
+            here = [v[r] - np.mean(list(v.values())) for v in speeds.values() if r in v]
             shock[r] = float(np.mean(here))
-        sds = [float(np.std([v[r] - shock[r] for r in v], ddof=1)) for v in levels.values()]
+        sds = [float(np.std([v[r] - shock[r] for r in v], ddof=1)) for v in speeds.values()]
         if len(sds) >= 3:
             ratios.append(max(sds) / min(sds))
     medians = {name: float(np.median(v)) for name, v in spreads.items()}

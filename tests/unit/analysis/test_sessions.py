@@ -1,5 +1,6 @@
 """Results files read for analysis: sessions are one comparison only when they measured the same
-work the same way, and a refusal names each file and what it did."""
+work the same way, and a refusal names each file and what it did; the look a sequential
+session rested a config at, and the interval it rested with."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from pathlib import Path
 import pytest
 from support.cli import compare
 
-from tfbuild.analysis.sessions import load_sessions
+from tfbuild.analysis.sessions import load_sessions, rest_estimates, rested_at
 from tfbuild.errors import ResultsError
 from tfbuild.results.codec import load, to_json
+from tfbuild.results.model import Look, LookEstimate
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "results"
 RECORDED = FIXTURES / "aa-run.json"
@@ -102,3 +104,20 @@ def test_a_forked_session_says_so_in_its_report_and_a_fresh_one_as_before(
     said = " ".join(forked.stdout.split())
     assert "Processes: forked from 18 zygotes of their configs (up to 5 each)" in said, said
     assert "zygote" not in fresh.stdout and "Processes:" not in fresh.stdout
+
+
+def test_a_rested_config_is_judged_at_the_look_it_rested_at_with_its_interval() -> None:
+    """Rules 4: b rested at the look after round 6, c at round 9: each is judged there from
+    then on, with the interval that look recorded for it; a config that only ran is not."""
+
+    def look(round_: int, rested: tuple[str, ...]) -> Look:
+        estimates = {c: LookEstimate(ratio=1.0 + round_ / 100, low=0.9, high=1.2, rounds=round_)
+                     for c in ("a", "b", "c")}  # fmt: skip
+        return Look(round=round_, elapsed_s=1.0, active=("a", "b", "c"), eliminated=(),
+                    leading=("a", "b", "c"), resolution=0.1, margin=0.05, estimates=estimates,
+                    rested=rested)  # fmt: skip
+
+    looks = (look(3, ()), look(6, ("b",)), look(9, ("c",)))
+    assert rested_at(looks) == {"b": 6, "c": 9}
+    assert rest_estimates(looks) == {"b": looks[1].estimates["b"], "c": looks[2].estimates["c"]}
+    assert rest_estimates(None) == {} and rested_at(None) == {}

@@ -3,7 +3,7 @@ session loop with each process drawn from a truth set here. The draws reproduce 
 seed and differ with another; with the process noise all but turned off each process lands on
 what the truth says (the config's ratio, the A/A copy's bias, the trend over the session, the
 shock a round shares, the warm-up of a config's first processes); with normal noise the overall
-level scatters as Truth.level_sd says and the paired ratio comes back; forked processes come
+speed scatters as Truth.speed_sd says and the paired ratio comes back; forked processes come
 from zygotes that each fork at most CHILDREN of one config's processes."""
 
 from __future__ import annotations
@@ -73,14 +73,14 @@ def test_a_truth_names_each_configs_ratio_and_the_fastest() -> None:
     assert Truth({C1: 0.8}).best() == 1.0  # the baseline is the fastest
 
 
-def test_the_level_sd_adds_the_common_share_and_each_benchmarks_own() -> None:
+def test_the_speed_sd_adds_the_common_share_and_each_benchmarks_own() -> None:
     """Two benchmarks of spreads 10 % and 20 %, correlated at 0.5, every spread doubled: the
-    level's variance is (0.5 x 0.6^2 + 0.5 x (0.2^2 + 0.4^2)) / 2^2."""
+    speed's variance is (0.5 x 0.6^2 + 0.5 x (0.2^2 + 0.4^2)) / 2^2."""
     two = Noise(spreads={"a": 0.1, "b": 0.2}, shared=0.5)
-    assert Truth({}, noise=two, scale=2.0).level_sd(1.0) == pytest.approx(math.sqrt(0.28) / 2)
-    assert Truth({}, noise=two).level_sd(2.0) == pytest.approx(math.sqrt(0.28) / 2)
+    assert Truth({}, noise=two, scale=2.0).speed_sd(1.0) == pytest.approx(math.sqrt(0.28) / 2)
+    assert Truth({}, noise=two).speed_sd(2.0) == pytest.approx(math.sqrt(0.28) / 2)
     # seven benchmarks of 5 %, correlated at 0.9: sqrt(0.9 x 0.35^2 + 0.1 x 7 x 0.05^2) / 7
-    assert Truth({}, noise=GAUSSIAN).level_sd(1.0) == pytest.approx(math.sqrt(0.112) / 7)
+    assert Truth({}, noise=GAUSSIAN).speed_sd(1.0) == pytest.approx(math.sqrt(0.112) / 7)
 
 
 def test_a_shaped_draw_is_standardized_and_skewed_towards_slow() -> None:
@@ -126,12 +126,12 @@ def test_a_rounds_shock_is_shared_by_every_process_of_the_round() -> None:
     """A shock of sd 5 % a round: the baseline moves from round to round, c01 with it, 1.5x."""
     noise = Noise(spreads=SPREADS, round_sd=0.05)
     results = drawn(Truth({C1: 1.5}, noise=noise, scale=QUIET, processes="fresh"), 12)
-    level = {
+    speed = {
         (r, c): statistics.fmean(math.log(v) for v in found) for r, c, found in values(results)
     }
-    base = [level[(r, BASELINE)] for r in range(12)]
+    base = [speed[(r, BASELINE)] for r in range(12)]
     assert statistics.stdev(base) > 0.02
-    assert [level[(r, C1)] - level[(r, BASELINE)] for r in range(12)] == pytest.approx(
+    assert [speed[(r, C1)] - speed[(r, BASELINE)] for r in range(12)] == pytest.approx(
         [math.log(1.5)] * 12, abs=0.005
     )
 
@@ -144,35 +144,35 @@ def test_a_configs_first_processes_are_slower_by_a_ramp_that_fades() -> None:
     by_config = defaultdict(list)
     for _, config, found in values(results):
         by_config[config].append(statistics.fmean(math.log(v / 100.0) for v in found))
-    for config, levels in by_config.items():
-        assert -0.3 - 0.005 < levels[0] < -0.1 + 0.005, config
-        assert levels[1] == pytest.approx(levels[0] / math.e, abs=0.004), config
-        assert levels[0] < levels[1] < levels[2]
-        assert levels[6] == pytest.approx(0.0, abs=0.004)
+    for config, speeds in by_config.items():
+        assert -0.3 - 0.005 < speeds[0] < -0.1 + 0.005, config
+        assert speeds[1] == pytest.approx(speeds[0] / math.e, abs=0.004), config
+        assert speeds[0] < speeds[1] < speeds[2]
+        assert speeds[6] == pytest.approx(0.0, abs=0.004)
 
 
-def test_with_normal_noise_the_level_scatters_as_the_truth_says() -> None:
+def test_with_normal_noise_the_speed_scatters_as_the_truth_says() -> None:
     """200 rounds of normal noise (correlated at 0.2 across the benchmarks): the sd of each
-    process's overall level around its config's mean is Truth.level_sd's (0.028)."""
+    process's overall speed around its config's mean is Truth.speed_sd's (0.028)."""
     noise = Noise(spreads=SPREADS, shared=0.2)
     truth = Truth({}, noise=noise, processes="fresh")
     results = drawn(truth, 200, configs=2)
-    levels = defaultdict(list)
+    speeds = defaultdict(list)
     for _, config, found in values(results):
-        levels[config].append(statistics.fmean(math.log(v) for v in found))
-    residuals = np.concatenate([np.array(v) - np.mean(v) for v in levels.values()])
-    assert float(residuals.std(ddof=3)) == pytest.approx(truth.level_sd(1.0), rel=0.12)
+        speeds[config].append(statistics.fmean(math.log(v) for v in found))
+    residuals = np.concatenate([np.array(v) - np.mean(v) for v in speeds.values()])
+    assert float(residuals.std(ddof=3)) == pytest.approx(truth.speed_sd(1.0), rel=0.12)
 
 
 def test_the_paired_ratio_of_a_noisy_session_comes_back() -> None:
     """c01 1.2x under normal noise, 30 rounds: the mean paired log ratio is within 3 standard
     errors of log 1.2, and c02's (1.0x) of 0."""
     results = drawn(Truth({C1: 1.2}, noise=GAUSSIAN, processes="fresh"), 30)
-    level = {
+    speed = {
         (r, c): statistics.fmean(math.log(v) for v in found) for r, c, found in values(results)
     }
     for config, ratio in ((C1, 1.2), (C2, 1.0)):
-        d = np.array([level[(r, config)] - level[(r, BASELINE)] for r in range(30)])
+        d = np.array([speed[(r, config)] - speed[(r, BASELINE)] for r in range(30)])
         se = d.std(ddof=1) / math.sqrt(len(d))
         assert abs(d.mean() - math.log(ratio)) < 3 * se, config
 

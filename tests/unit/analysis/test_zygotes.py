@@ -52,7 +52,7 @@ def test_a_fresh_process_is_its_own_zygote() -> None:
 
 def _estimates(icc: float, seeds: int) -> tuple[list[float], list[float]]:
     """rho and its upper bound, as the report gives them, over fixed sessions of 30 rounds of
-    six equally fast configs whose zygotes' children resemble at `icc` on the overall level."""
+    six equally fast configs whose zygotes' children resemble at `icc` on the overall speed."""
     truth = Truth({}, noise=GAUSSIAN, zygote=icc)
     scenario = replace(by_name(["null-6"])[0], truth=truth, own=Design(kind="fixed", rounds=30))
     found = []
