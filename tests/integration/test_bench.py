@@ -23,7 +23,7 @@ from support.cli import run_tfbuild
 from support.docker import containers, inspected
 
 from tfbuild.resources import data_path
-from tfbuild.results.rules import DECISIONS
+from tfbuild.results.rules import CURRENT_RULES
 from tfbuild.sequential import look_schedule
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
@@ -113,7 +113,7 @@ suite:
         "max_rounds": 4,
         "budget_s": 900.0,  # 5 min for each of the two configs and the A/A control
         "resolve": 0.10,
-        "decisions": DECISIONS,
+        "decisions": CURRENT_RULES,
     }
     assert doc["baseline"]["aa_config"] == "tf:default~aa"
     assert doc["suite"]["weights"] == {"input-pinned": 0.5}  # what the looks weighed

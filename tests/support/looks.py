@@ -21,7 +21,7 @@ from tfbuild.analysis.scenarios import by_name
 from tfbuild.analysis.scenarios import outcome as answered
 from tfbuild.analysis.sessions import Session
 from tfbuild.results.model import Run
-from tfbuild.results.rules import DECISIONS
+from tfbuild.results.rules import CURRENT_RULES
 
 EVIDENCE = FIXTURES / "looks.json"
 SCHEMA = "tfbuild.looks-evidence/1"
@@ -128,6 +128,6 @@ def document(outcomes: dict[str, list[Any]]) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "pool": {"file": POOL_FILE.name, "sha256": pool_sha256()},
-        "rules": DECISIONS,
+        "rules": CURRENT_RULES,
         "studies": [{**asdict(s), "outcomes": outcomes[s.name]} for s in STUDIES],
     }

@@ -21,7 +21,7 @@ from tfbuild.analysis.sessions import Timeline
 from tfbuild.analysis.zygotes import ZygoteFigures, resemblance, zygote_factor
 from tfbuild.config.suite import CONTRASTS
 from tfbuild.results.model import Design, Results
-from tfbuild.results.rules import DECISIONS, Rules, rules
+from tfbuild.results.rules import CURRENT_RULES, Rules, rules
 
 K = TypeVar("K")
 
@@ -183,9 +183,9 @@ class Setup:
 
     @property
     def rules(self) -> int:
-        """The version of the decision rules (results.model.DECISIONS): a sequential session
+        """The version of the decision rules (results.model.CURRENT_RULES): a sequential session
         is judged by the rules its looks were decided by, a fixed one by today's."""
-        return self.design.decisions if self.design.sequential else DECISIONS
+        return self.design.rules if self.design.sequential else CURRENT_RULES
 
     @property
     def rulebook(self) -> Rules:

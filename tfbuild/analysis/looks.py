@@ -159,7 +159,7 @@ class SequentialLooks:
         self.seen = len(results.runs)
         baseline, aa = results.baseline.config, results.baseline.aa_config
         looks = tuple(n for n in design.schedule if n <= round_)
-        timeline = Timeline(looks, design.horizon, rules=design.decisions)
+        timeline = Timeline(looks, design.horizon, rules=design.rules)
         rested = rested_at(results.looks)
         frozen = rest_estimates(results.looks)
         setup = make_setup(results, compared(results), self.rounds, design, aa, timeline, rested)

@@ -89,7 +89,7 @@ def _replay(basis: Basis) -> tuple[list[model.Look], list[Out], list[str]]:
     problems = []
     for k, look in enumerate(recorded):
         rounds = tuple(x.round for x in recorded[: k + 1])
-        timeline = Timeline(rounds, setup.design.horizon, rules=setup.design.decisions)
+        timeline = Timeline(rounds, setup.design.horizon, rules=setup.design.rules)
         at_look = replace(setup, timeline=timeline, at=rested_at(recorded[:k]))
         replayed = take_look(at_look, look.active, look.round)
         claims += replayed.out

@@ -23,7 +23,7 @@ from tfbuild.bench.schedule import RoundRunner
 from tfbuild.errors import ResultsError
 from tfbuild.progress import QuietReporter
 from tfbuild.results.model import ConfigEntry, Results, Run
-from tfbuild.results.rules import DECISIONS
+from tfbuild.results.rules import CURRENT_RULES
 from tfbuild.runtime.base import RuntimeEnv
 
 NOT_RECORDED = (
@@ -90,7 +90,7 @@ class _RecordedRounds(RoundRunner):
 
 def replay(recorded: Results, first: int | None = None) -> Replayed:
     """The recorded sequential session's processes through today's rules (results.model
-    DECISIONS), its first look after `first` rounds (the recorded one when None)."""
+    CURRENT_RULES), its first look after `first` rounds (the recorded one when None)."""
     design = recorded.design
     if not design.sequential or design.horizon is None:
         raise ResultsError(
@@ -103,7 +103,7 @@ def replay(recorded: Results, first: int | None = None) -> Replayed:
             f"--min-rounds {chosen}: a look needs at least 2 rounds and comes by the horizon "
             f"({design.horizon} rounds)"
         )
-    today = replace(design, first=chosen, decisions=DECISIONS)
+    today = replace(design, first=chosen, rules=CURRENT_RULES)
     empty = replace(
         recorded,
         session=replace(

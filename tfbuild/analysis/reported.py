@@ -51,7 +51,7 @@ class Method:
 
     design: Design
     rules: int
-    """The version of the decision rules the session was judged by (results.rules.DECISIONS)."""
+    """The version of the decision rules the session was judged by (results.rules.CURRENT_RULES)."""
     maxt: bool
     """Max-t levels within each family, variances moderated across the comparisons (else
     Bonferroni)."""

@@ -36,7 +36,7 @@ from tfbuild.analysis.sessions import Session
 from tfbuild.analysis.simulated import GAUSSIAN, PROCESS_S, Drawn, Truth, empty_session
 from tfbuild.config.model import DEFAULT_BUDGET
 from tfbuild.results.model import AA_SUFFIX, Design, Results
-from tfbuild.results.rules import DECISIONS, rules
+from tfbuild.results.rules import CURRENT_RULES, rules
 
 MARGIN = 0.05
 """The indifference margin the scenarios are set against: the default matrix's."""
@@ -402,9 +402,9 @@ def document(tallies: Sequence[Tally], sessions: int, first_seed: int) -> dict[s
     """What a run of the scenarios found, with what it takes to run it again."""
     return {
         "schema": SCHEMA,
-        "rules": DECISIONS,
+        "rules": CURRENT_RULES,
         "margin": MARGIN,
-        "confidence": confidence(rules(DECISIONS).split),
+        "confidence": confidence(rules(CURRENT_RULES).split),
         "targets": {"wrong": WRONG_AT_MOST, "wrong_bound": WRONG_BOUND, "right": RIGHT_AT_LEAST},
         "sessions": sessions,
         "first_seed": first_seed,

@@ -16,7 +16,7 @@ from tfbuild.machine.cpu import level_name
 from tfbuild.machine.profile import HostProfile
 from tfbuild.results.codec import load
 from tfbuild.results.model import Design, Look, LookEstimate, ProcessPath, Results
-from tfbuild.results.rules import DECISIONS, rules
+from tfbuild.results.rules import CURRENT_RULES, rules
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,8 @@ class Timeline:
     rounds: tuple[int, ...]
     horizon: int | None = None
     spend_rest: bool = False
-    rules: int = DECISIONS
-    """The decision rules (results.model.DECISIONS): from 2 on, the one-sided comparisons that
+    rules: int = CURRENT_RULES
+    """The decision rules (results.model.CURRENT_RULES): from 2 on, the one-sided comparisons that
     put configs out early spend alpha as Pocock (early), the two-sided intervals judged when
     the session stops along t^2 (late); under 1 both as Pocock."""
 
@@ -179,7 +179,7 @@ def final_timeline(
         if not taken or taken[-1] != rounds:
             taken.append(rounds)
         return (
-            Timeline(tuple(taken), design.horizon, spend_rest=True, rules=design.decisions),
+            Timeline(tuple(taken), design.horizon, spend_rest=True, rules=design.rules),
             at,
             notes,
         )
@@ -190,7 +190,7 @@ def final_timeline(
             else "the session has not finished and has not looked at its data yet: it makes no "
             "claims until then"
         )
-    return Timeline(tuple(taken), design.horizon, rules=design.decisions), at, notes
+    return Timeline(tuple(taken), design.horizon, rules=design.rules), at, notes
 
 
 def rested_at(looks: Sequence[Look] | None) -> dict[str, int]:

@@ -20,7 +20,7 @@ def design_text(design: Design) -> str:
     if not design.sequential:
         return "fixed rounds"
     parts = [f"at least {design.first} rounds"]
-    if rules(design.decisions).answer_decides:
+    if rules(design.rules).answer_decides:
         parts.append(f"until the answer is decided at the {design.margin:.1%} margin")
     elif design.resolve is not None:
         parts.append(f"until resolved to ±{design.resolve:.0%}")
@@ -47,7 +47,7 @@ def stopping(results: Results, look: Look, active: Sequence[str]) -> Looked:
         "runs no more rounds and stays in the leading tier, judged at this look"
         for c in look.rested
     ]
-    if rules(design.decisions).answer_decides:
+    if rules(design.rules).answer_decides:
         stop, said = _decided(results, look, lead, len(running))
         return Looked(look, stop, (*notes, *said))
     if not lead:
@@ -123,7 +123,7 @@ def _answer_state(results: Results, look: Look) -> tuple[str | None, str]:
     answer in words."""
     baseline = results.baseline.config
     margin = f"the {look.margin:.1%} margin"
-    if rules(results.design.decisions).standard:
+    if rules(results.design.rules).standard:
         named = look.answer
         if named == baseline:
             return named, f"no config can be faster than the baseline by more than {margin}"

@@ -9,7 +9,7 @@ from typing import Any
 
 from tfbuild.analysis.replay import Replayed
 from tfbuild.results.model import Look, Results
-from tfbuild.results.rules import DECISIONS
+from tfbuild.results.rules import CURRENT_RULES
 from tfbuild.wording import half_width
 
 
@@ -27,7 +27,7 @@ def summary(r: Replayed) -> dict[str, Any]:
         looks = results.looks or ()
         stop = results.session.stop
         return {
-            "rules": results.design.decisions,
+            "rules": results.design.rules,
             "schedule": list(results.design.schedule),
             "stop": {"reason": stop.reason, "round": stop.round} if stop else None,
             "processes": processes,
@@ -121,11 +121,11 @@ def replay_text(path: str, r: Replayed) -> str:
         )
     lines += [
         "",
-        f"Today's rules (version {DECISIONS}), looks after rounds "
+        f"Today's rules (version {CURRENT_RULES}), looks after rounds "
         f"{', '.join(str(n) for n in replayed.design.schedule)}:",
         *_looks_table(looks),
         "",
-        f"Recorded (rules version {recorded.design.decisions}), looks after rounds "
+        f"Recorded (rules version {recorded.design.rules}), looks after rounds "
         f"{', '.join(str(n) for n in recorded.design.schedule)}:",
         *_looks_table(old_looks),
     ]

@@ -168,7 +168,9 @@ def _design(data: Mapping[str, Any]) -> Design:
         horizon=int(data["max_rounds"]),
         budget_s=data.get("budget_s"),
         resolve=data.get("resolve"),
-        decisions=known_rules(data.get("decisions", 1)),
+        # Design.rules is stored under "decisions", the key every results file has had: under
+        # a new key, an older tfbuild would read a newer session's rules as version 1.
+        rules=known_rules(data.get("decisions", 1)),
     )
 
 
@@ -387,7 +389,7 @@ def _design_json(design: Design) -> dict[str, Any]:
         "max_rounds": design.horizon,
         "budget_s": design.budget_s,
         "resolve": design.resolve,
-        "decisions": design.decisions,
+        "decisions": design.rules,  # Design.rules (see _design)
     }
 
 

@@ -22,7 +22,7 @@ from tfbuild.config.values import AS_GIVEN, TIMEOUT_S
 from tfbuild.machine.peak import Peak
 from tfbuild.machine.profile import HostProfile
 from tfbuild.results.forms import FormCheck
-from tfbuild.results.rules import DECISIONS, rules
+from tfbuild.results.rules import CURRENT_RULES, rules
 from tfbuild.runtime.records import RuntimeRecord
 from tfbuild.sequential import look_schedule
 from tfbuild.store import Artifact, Manifest
@@ -302,8 +302,8 @@ class Design:
     horizon: int | None = None
     budget_s: float | None = None
     resolve: float | None = None
-    decisions: int = DECISIONS
-    """The version of the rules a sequential session's looks were decided by (see DECISIONS)."""
+    rules: int = CURRENT_RULES
+    """The version of the rules a sequential session's looks were decided by (see CURRENT_RULES)."""
 
     @property
     def sequential(self) -> bool:
@@ -319,7 +319,7 @@ class Design:
     def schedule(self) -> tuple[int, ...]:
         if not self.sequential or self.horizon is None:
             return ()
-        return look_schedule(self.first, self.horizon, rules(self.decisions).look_growth)
+        return look_schedule(self.first, self.horizon, rules(self.rules).look_growth)
 
 
 FIXED = Design(kind="fixed")

@@ -9,7 +9,7 @@ from typing import Any
 
 from tfbuild.sequential import LOOK_GROWTH
 
-DECISIONS = 6
+CURRENT_RULES = 6
 """The rules a sequential session's looks are decided by, recorded with its design so that its
 looks replay exactly: 1, Bonferroni within each family, each comparison's own variance, Pocock
 spending for every comparison, looks about 35 % apart; 2, max-t levels for comparisons that
@@ -39,7 +39,7 @@ the seed experiments. The answer rests on the first two."""
 
 @dataclass(frozen=True)
 class Rules:
-    """What one version of the decision rules (DECISIONS) does, by name: code asks the version
+    """What one version of the decision rules (CURRENT_RULES) does, by name: code asks the version
     a session was decided by for these, never compares version numbers."""
 
     version: int
@@ -77,7 +77,7 @@ RULES: dict[int, Rules] = {
     5: Rules(5,      LOOK_GROWTH, True,  False,  False, True,  False,   False,  SPLIT_BEFORE_6),
     6: Rules(6,      LOOK_GROWTH, True,  False,  False, True,  True,    True,   SPLIT_6),
 }  # fmt: skip
-"""Every version of the decision rules sessions have been decided by (DECISIONS the newest)."""
+"""Every version of the decision rules sessions have been decided by (CURRENT_RULES the newest)."""
 
 
 def rules(version: int) -> Rules:

@@ -69,7 +69,7 @@ def test_sessions_with_different_baselines_are_refused() -> None:
 def test_a_sequential_session_is_judged_at_its_looks_and_counts_its_rounds_run() -> None:
     """Rules 4: a session that rested a config: its design is its own, its rounds those it ran,
     the config judged at the look it rested at, with the interval that look recorded."""
-    results = replay_session(4, replace(SEQUENTIAL, decisions=4), 80_001)
+    results = replay_session(4, replace(SEQUENTIAL, rules=4), 80_001)
     basis = basis_of([Session(Path("s.json"), results)], None)
     assert basis.design == results.design and basis.rounds == len(results.order or ())
     assert basis.rested == rest_estimates(results.looks) != {}

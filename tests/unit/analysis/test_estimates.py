@@ -154,7 +154,7 @@ def test_the_per_comparison_level_lies_between_bonferronis_and_the_familys() -> 
     assert alpha / 3 < found[FAST].level == found[SLOW].level < alpha
     selection_alpha = SPLIT_6["selection"]
     assert selection_alpha / 2 < setup.against_best(selection_alpha) < selection_alpha
-    first = Design(kind="sequential", first=2, horizon=12, resolve=0.05, decisions=1)
+    first = Design(kind="sequential", first=2, horizon=12, resolve=0.05, rules=1)
     old = setup_of(results, first)
     assert old.against_baseline(0.025) == pytest.approx(0.025 / 3)
     assert old.against_best(0.015) == pytest.approx(0.015 / 2)
@@ -224,13 +224,11 @@ def hand_rounds(step: float) -> Rounds:
 
 
 def hand_setup(
-    decisions: int = 6, aa: str | None = AA, step: float = 0.1, design: Design | None = None
+    version: int = 6, aa: str | None = AA, step: float = 0.1, design: Design | None = None
 ) -> Setup:
-    """A setup on hand_rounds(step) (a sequential design of rules `decisions` looking at round
+    """A setup on hand_rounds(step) (a sequential design of rules `version` looking at round
     6, unless `design`)."""
-    design = design or Design(
-        kind="sequential", first=2, horizon=12, resolve=0.03, decisions=decisions
-    )
+    design = design or Design(kind="sequential", first=2, horizon=12, resolve=0.03, rules=version)
     measured = {BASELINE: ("x",), FAST: ("x",)}
     return Setup(logs=hand_rounds(step), baseline=BASELINE, aa=aa, benchmarks=("x",),
                  compared=(FAST,), design=design, measured=measured, family=2,

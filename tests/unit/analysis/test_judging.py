@@ -21,7 +21,7 @@ from tfbuild.analysis.judging import judged_of
 from tfbuild.analysis.reported import HostReport
 from tfbuild.analysis.sessions import Session
 from tfbuild.results.model import Results
-from tfbuild.results.rules import DECISIONS, SPLIT_6
+from tfbuild.results.rules import CURRENT_RULES, SPLIT_6
 
 
 def analyse(results: Results) -> HostReport:
@@ -66,7 +66,7 @@ def test_each_config_is_judged_overall_and_per_benchmark_at_the_margin_given() -
     method = judged.method
     assert method.margins == dict.fromkeys([*BENCHMARKS, OVERALL], 0.1)
     assert method.margin_source == "10.0% (given with --margin)"
-    assert (method.rules, method.maxt, method.zygotes_widen) == (DECISIONS, True, True)
+    assert (method.rules, method.maxt, method.zygotes_widen) == (CURRENT_RULES, True, True)
     assert method.split == SPLIT_6 and method.weights == {}
     assert judged.overall["fast:default"].verdict == "faster"
     assert judged.overall["fast:default"].margin == 0.1
@@ -78,7 +78,7 @@ def test_each_config_is_judged_overall_and_per_benchmark_at_the_margin_given() -
 def test_a_rested_config_is_judged_as_the_look_it_rested_at() -> None:
     """Rules 4: the interval a config rested with is its overall estimate in the report, its
     verdict drawn from that interval at the report's margin."""
-    results = replay_session(4, replace(SEQUENTIAL, decisions=4), 80_001)
+    results = replay_session(4, replace(SEQUENTIAL, rules=4), 80_001)
     basis = basis_of([Session(Path("s.json"), results)], None)
     judged = judged_of(basis, None)
     margin = judged.method.margins[OVERALL]

@@ -17,7 +17,7 @@ from support.replay import POOL_FILE, SEQUENTIAL, pool, replay_session, report
 
 from tfbuild.analysis.estimates import OVERALL
 from tfbuild.results.model import LookEstimate
-from tfbuild.results.rules import DECISIONS, rules
+from tfbuild.results.rules import CURRENT_RULES, rules
 
 SESSIONS = 100
 ALLOWED = 4
@@ -43,7 +43,7 @@ def test_the_committed_evidence_is_current(study: Study) -> None:
     again."""
     doc = committed()
     assert doc["pool"] == {"file": POOL_FILE.name, "sha256": pool_sha256()}
-    assert doc["rules"] == DECISIONS
+    assert doc["rules"] == CURRENT_RULES
     (saved,) = [s for s in doc["studies"] if s["name"] == study.name]
     outcomes = saved.pop("outcomes")
     assert saved == asdict(study) and len(outcomes) == study.sessions
@@ -78,7 +78,7 @@ def test_the_committed_null_sessions_claim_nothing(name: str) -> None:
     wrong = sum(o["claims"] > 0 for o in outcomes)
     assert wrong <= 0.05 * len(outcomes), wrong
     rate = sum(o["out"] for o in outcomes) / (study["configs"] * len(outcomes))
-    assert rate <= rules(DECISIONS).split["selection"] + 0.005, rate
+    assert rate <= rules(CURRENT_RULES).split["selection"] + 0.005, rate
 
 
 @pytest.mark.parametrize(
@@ -141,7 +141,7 @@ def test_a_leader_known_to_the_target_rests_while_another_is_not() -> None:
     difference. Under rules 3 the same sessions rest nothing."""
     target = SEQUENTIAL.resolve
     assert target is not None
-    rules4 = replace(SEQUENTIAL, decisions=4)
+    rules4 = replace(SEQUENTIAL, rules=4)
     rests = 0
     for seed in range(20):
         doc = replay_session(4, rules4, 80_000 + seed)
@@ -166,13 +166,13 @@ def test_a_leader_known_to_the_target_rests_while_another_is_not() -> None:
                 rested[c] = look.estimates[c]
         rests += bool(rested)
         if seed < 5:
-            before = replay_session(4, replace(SEQUENTIAL, decisions=3), 80_000 + seed)
+            before = replay_session(4, replace(SEQUENTIAL, rules=3), 80_000 + seed)
             assert not [look.rested for look in before.looks or () if look.rested]
     assert rests >= 5, rests
 
 
 def test_replay_notices_an_edited_rest() -> None:
-    doc = replay_session(4, replace(SEQUENTIAL, decisions=4), 80_001)
+    doc = replay_session(4, replace(SEQUENTIAL, rules=4), 80_001)
     looks = doc.looks or ()
     k = next(i for i, look in enumerate(looks) if look.rested)
     edited = (*looks[:k], replace(looks[k], rested=()), *looks[k + 1 :])

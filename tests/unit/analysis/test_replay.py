@@ -20,7 +20,7 @@ from tfbuild.analysis.sessions import Session
 from tfbuild.errors import ResultsError
 from tfbuild.results.codec import load
 from tfbuild.results.model import Look
-from tfbuild.results.rules import DECISIONS
+from tfbuild.results.rules import CURRENT_RULES
 
 RESULTS = FIXTURES / "results"
 
@@ -34,7 +34,7 @@ def test_the_readme_session_is_answered_with_fewer_processes(tmp_path: Path) -> 
     `compare` leads with the same answer, stopped where the replay stopped."""
     path = RESULTS / "default-run-epyc.json.gz"
     recorded = load(path)
-    assert recorded.design.decisions == 1 and len(recorded.runs) == 223
+    assert recorded.design.rules == 1 and len(recorded.runs) == 223
     r = replay(recorded, 3)
     stop = r.replayed.session.stop
     assert stop is not None and stop.reason == "resolved", stop
@@ -42,7 +42,7 @@ def test_the_readme_session_is_answered_with_fewer_processes(tmp_path: Path) -> 
     assert looks[-1].round == stop.round
     assert looks[-1].answer == "intel-avx512-2.14:physical-cores"
     assert r.processes <= 0.6 * len(recorded.runs), r.processes
-    assert r.replayed.design.decisions == DECISIONS
+    assert r.replayed.design.rules == CURRENT_RULES
     now = analyse_host([Session(path, r.replayed)])
     before = analyse_host([Session(path, recorded)])
     assert not now.course.replay

@@ -23,19 +23,19 @@ def test_a_report_is_a_handful_of_records() -> None:
 
 
 @pytest.mark.parametrize(
-    ("decisions", "maxt", "widen", "stops_on_answer"),
+    ("version", "maxt", "widen", "stops_on_answer"),
     [(1, False, False, False), (4, True, False, False), (5, True, False, True),
      (6, True, True, True)],
 )  # fmt: skip
 def test_how_a_session_was_judged_follows_the_rules_it_was_decided_by(
-    decisions: int, maxt: bool, widen: bool, stops_on_answer: bool
+    version: int, maxt: bool, widen: bool, stops_on_answer: bool
 ) -> None:
     results = session({"fast:x": 1.2}, rounds=6)
-    design = Design(kind="sequential", first=3, horizon=30, resolve=0.05, decisions=decisions)
+    design = Design(kind="sequential", first=3, horizon=30, resolve=0.05, rules=version)
     results = dataclasses.replace(results, session=dataclasses.replace(results.session,
                                                                        design=design))  # fmt: skip
     method = analyse_host([Session(Path("s.json"), results)]).method
-    assert method.rules == decisions
+    assert method.rules == version
     assert (method.maxt, method.zygotes_widen, method.stops_on_answer) == (
         maxt,
         widen,

@@ -15,11 +15,11 @@ from tfbuild.results.model import Design, Elimination, Look, LookEstimate, Resul
 BASE, AA = "base:default", "base:default~aa"
 
 
-def sequential(decisions: int, budget_s: float | None = None) -> Results:
-    """A session of the baseline, its copy and three configs, decided by rules `decisions`."""
+def sequential(version: int, budget_s: float | None = None) -> Results:
+    """A session of the baseline, its copy and three configs, decided by rules `version`."""
     results = session({"fast:x": 1.3, "mid:x": 1.1, "slow:x": 0.8}, rounds=5)
     design = Design(kind="sequential", first=3, horizon=30, resolve=0.05, budget_s=budget_s,
-                    decisions=decisions)  # fmt: skip
+                    rules=version)  # fmt: skip
     return replace(results, session=replace(results.session, design=design))
 
 

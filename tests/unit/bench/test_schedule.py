@@ -82,7 +82,7 @@ def test_a_session_stops_on_its_data_only_when_its_answer_can_be_given() -> None
     alone leads, but the A/A control is still wider than twice the margin, so a report would
     be inconclusive: the baseline and its copy run on, alone, until a look finds the control
     within that span, and the session stops there with an answer (keep the baseline)."""
-    rules3 = replace(SEQUENTIAL, decisions=3)
+    rules3 = replace(SEQUENTIAL, rules=3)
     doc = replay_session(3, rules3, 5, {"c01:default": 0.6, "c02:default": 0.6})
     alone = [look for look in doc.looks or () if look.leading == ("base:default",)]
     waited = [look.round for look in alone if not look.aa_fit]
@@ -115,7 +115,7 @@ def test_a_resting_config_says_so_runs_no_more_and_stays_out_of_a_resumed_sessio
     says so at that look, runs it in no later round, and a session resumed from the results
     (`bench --resume`) does not start it again."""
     notes = Notes()
-    doc = replay_session(4, replace(SEQUENTIAL, decisions=4), 4, reporter=notes)
+    doc = replay_session(4, replace(SEQUENTIAL, rules=4), 4, reporter=notes)
     rests = {c: look.round for look in doc.looks or () for c in look.rested}
     assert rests, "the seed should give a rest"
     for config, at in rests.items():

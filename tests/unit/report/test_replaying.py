@@ -14,7 +14,7 @@ from tfbuild.analysis.answer import Answer
 from tfbuild.analysis.replay import Replayed
 from tfbuild.report.replaying import replay_text, summary
 from tfbuild.results.model import AA_SUFFIX, Design, Elimination, Look, Results, Stop
-from tfbuild.results.rules import DECISIONS
+from tfbuild.results.rules import CURRENT_RULES
 
 FAST = "fast:default"
 ALL = (BASELINE, FAST, BASELINE + AA_SUFFIX)
@@ -38,7 +38,7 @@ def sequential(
 
 RECORDED = sequential(
     10,
-    Design(kind="sequential", first=2, horizon=6, resolve=0.05, decisions=1),  # looks 2, 3, 5, 6
+    Design(kind="sequential", first=2, horizon=6, resolve=0.05, rules=1),  # looks 2, 3, 5, 6
     Stop(reason="budget", round=10, message="out of time"),
     1800.0,
     (look(2, 0.2), look(6, 0.045, rested=(FAST,))),
@@ -97,7 +97,7 @@ def test_each_sides_looks_follow_as_tables() -> None:
     """Today's: a look held by its A/A control, then one that put the baseline out and
     answered; no look rested, so no resting column. The recorded: a look that rested fast."""
     lines = replay_text("runs/night-7.json", replayed()).splitlines()
-    today = lines.index(f"Today's rules (version {DECISIONS}), looks after rounds 3, 4, 5:")
+    today = lines.index(f"Today's rules (version {CURRENT_RULES}), looks after rounds 3, 4, 5:")
     assert lines[today - 1] == ""
     assert lines[today + 1 : today + 4] == table(
         (11, 7, 7, 7, 10, 12),

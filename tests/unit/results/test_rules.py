@@ -14,7 +14,7 @@ from tfbuild.analysis.answer import confidence
 from tfbuild.analysis.estimates import ALPHA
 from tfbuild.errors import ResultsError
 from tfbuild.results.model import Design
-from tfbuild.results.rules import DECISIONS, RULES, rules
+from tfbuild.results.rules import CURRENT_RULES, RULES, rules
 from tfbuild.sequential import look_schedule
 
 COMPARISON = re.compile(r"\b(rules|decisions)\s*(<|>|<=|>=|==|!=)\s*\d|\d\s*(<|<=)\s*\w*\.?rules\b")
@@ -22,7 +22,7 @@ COMPARISON = re.compile(r"\b(rules|decisions)\s*(<|>|<=|>=|==|!=)\s*\d|\d\s*(<|<
 
 
 def test_the_table_holds_every_version_up_to_the_newest() -> None:
-    assert sorted(RULES) == list(range(1, DECISIONS + 1))
+    assert sorted(RULES) == list(range(1, CURRENT_RULES + 1))
     assert all(rules(v).version == v for v in RULES)
 
 
@@ -40,8 +40,8 @@ def test_no_decision_compares_a_rules_version_with_a_number() -> None:
 def test_the_looks_are_scheduled_by_the_sessions_own_rules() -> None:
     """Rules 1 spaced the looks about 35 % apart, later rules about 20 %: a session replays at
     the rounds it looked at."""
-    first = Design(kind="sequential", first=3, horizon=30, decisions=1).schedule
-    later = Design(kind="sequential", first=3, horizon=30, decisions=DECISIONS).schedule
+    first = Design(kind="sequential", first=3, horizon=30, rules=1).schedule
+    later = Design(kind="sequential", first=3, horizon=30, rules=CURRENT_RULES).schedule
     assert first == look_schedule(3, 30, 1.35) == (3, 5, 7, 10, 14, 19, 26, 30)
     assert later == look_schedule(3, 30, 1.2) and len(later) > len(first)
 
@@ -50,7 +50,7 @@ def test_a_session_decided_by_rules_this_tfbuild_does_not_know_is_refused(
     tmp_path: Path,
 ) -> None:
     document = json.loads((FIXTURES / "results" / "aa-run.json").read_text())
-    document["session"]["design"]["decisions"] = DECISIONS + 1
+    document["session"]["design"]["decisions"] = CURRENT_RULES + 1
     path = tmp_path / "newer.json"
     path.write_text(json.dumps(document))
     proc = run_tfbuild("compare", str(path))
@@ -58,8 +58,8 @@ def test_a_session_decided_by_rules_this_tfbuild_does_not_know_is_refused(
     (line,) = proc.stderr.strip().splitlines()
     assert str(path) in line and "Traceback" not in line
     assert (
-        f"decided by rules {DECISIONS + 1}, which this tfbuild does not know (it knows "
-        f"1-{DECISIONS}); a newer tfbuild wrote it"
+        f"decided by rules {CURRENT_RULES + 1}, which this tfbuild does not know (it knows "
+        f"1-{CURRENT_RULES}); a newer tfbuild wrote it"
     ) in line
 
 
@@ -71,5 +71,5 @@ def test_every_version_splits_the_same_error_and_the_newest_answers_at_97_5() ->
         split = rules(version).split
         assert set(split) == {"ranking", "selection", "benchmarks", "experiments"}
         assert abs(sum(split.values()) - ALPHA) < 1e-12
-    assert confidence(rules(DECISIONS).split) >= 0.975 - 1e-12
+    assert confidence(rules(CURRENT_RULES).split) >= 0.975 - 1e-12
     assert confidence(rules(5).split) == 1 - 0.025 - 0.015
