@@ -288,3 +288,20 @@ def test_a_command_says_its_options_under_debug_before_it_runs(
     assert result.stderr == (
         f"tfbuild: debug: --store = {tmp_path}  [environment TFBUILD_WHEELS]\n"
     )
+
+
+def test_every_command_resolves_its_options_through_the_cascade() -> None:
+    """An option a variable may set is read only by a Command's cascade (click reads no
+    variable): every command, those of a sub-group too, is a Command, so none ignores
+    TFBUILD_WHEELS and the like."""
+    from tfbuild.cli import cli
+
+    def commands(group: click.Group) -> list[click.Command]:
+        found: list[click.Command] = []
+        for command in group.commands.values():
+            found += commands(command) if isinstance(command, click.Group) else [command]
+        return found
+
+    every = commands(cli)
+    assert {"bench", "build", "inspect", "github"} <= {c.name for c in every}
+    assert [c.name for c in every if not isinstance(c, Command)] == []
