@@ -5,10 +5,12 @@ from __future__ import annotations
 import click
 
 from tfbuild import __version__
-from tfbuild.cli.options import Command, color_option, debug_option, keep_containers_option
+from tfbuild.cli.options import Group, color_option, debug_option, keep_containers_option
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, "--version", prog_name="tfbuild")
 @debug_option
 @keep_containers_option
@@ -20,6 +22,3 @@ def cli() -> None:
     `tfbuild run` is the whole loop (build or fetch, inspect, bench, compare, report); the
     commands below are its steps and tools. `tfbuild COMMAND --help` tells each one's options.
     """
-
-
-cli.command_class = Command

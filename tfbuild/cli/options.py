@@ -145,6 +145,14 @@ class Command(click.Command):
         return super().invoke(ctx)
 
 
+class Group(click.Group):
+    """tfbuild's command group: its commands, and those of its sub-groups (which are Groups
+    too), are Commands."""
+
+    command_class = Command
+    group_class = type
+
+
 def _switch(name: str, callback: Callable[..., None], help: str) -> Callable[[F], F]:
     """A flag that acts when parsed (on the group or any command) and is not passed on."""
     return click.option(name, is_flag=True, expose_value=False, is_eager=True,

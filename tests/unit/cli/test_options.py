@@ -294,7 +294,7 @@ def test_every_command_resolves_its_options_through_the_cascade() -> None:
     """An option a variable may set is read only by a Command's cascade (click reads no
     variable): every command, those of a sub-group too, is a Command, so none ignores
     TFBUILD_WHEELS and the like."""
-    from tfbuild.cli import cli
+    from tfbuild.cli.app import cli
 
     def commands(group: click.Group) -> list[click.Command]:
         found: list[click.Command] = []
