@@ -13,9 +13,10 @@ import click
 
 from tfbuild.cli.app import cli
 from tfbuild.cli.options import (
+    BAZEL_CACHE_OPTION,
     QUIET_OPTION,
     TENSORFLOW_OPTION,
-    Layered,
+    TF_SOURCE_OPTION,
     debug_option,
     json_option,
     matrix_option,
@@ -23,9 +24,8 @@ from tfbuild.cli.options import (
     store_option,
 )
 from tfbuild.cli.planning import build_target, read_matrix
-from tfbuild.cli.values import Selection, printable_path
+from tfbuild.cli.values import Selection
 from tfbuild.config.model import Matrix, Variant
-from tfbuild.config.settings import BAZEL_CACHE_ENV, TF_SOURCE_ENV
 from tfbuild.errors import BuildFailed, EngineUnavailable, UsageError
 from tfbuild.plan.make import Plan, PlannedVariant
 
@@ -101,15 +101,7 @@ class BuildOrder:
     help="Print the rendered Dockerfile, build script and bazel command; build nothing.",
 )
 @click.option("--force", is_flag=True, help="Rebuild even when the content key is unchanged.")
-@click.option(
-    "--tf-source",
-    cls=Layered,
-    variable=TF_SOURCE_ENV,
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    callback=lambda _ctx, _param, value: printable_path(value),
-    help=f"Build this local TensorFlow tree (copied in) instead of cloning the tag. Also set by "
-    f"{TF_SOURCE_ENV}.",
-)
+@TF_SOURCE_OPTION
 @click.option(
     "--jobs",
     type=click.IntRange(1, 64),
@@ -117,12 +109,7 @@ class BuildOrder:
     show_default=True,
     help="Variants built at the same time on the engine.",
 )
-@click.option(
-    "--bazel-cache",
-    metavar="VOLUME_OR_PATH",
-    help=f"Override defaults.bazel.cache: a Docker volume name or an absolute path. Also set by "
-    f"{BAZEL_CACHE_ENV}.",
-)
+@BAZEL_CACHE_OPTION
 @TENSORFLOW_OPTION
 @click.option(
     "--host",

@@ -19,11 +19,12 @@ from tfbuild.cli.options import (
     json_option,
     matrix_option,
     selection_options,
+    variable_settings,
 )
 from tfbuild.cli.planning import machine, plan_here, read_matrix
 from tfbuild.cli.values import Selection, console
 from tfbuild.config.model import Matrix
-from tfbuild.config.settings import Cascade, Setting, session_settings
+from tfbuild.config.settings import Cascade, Setting
 from tfbuild.errors import UsageError
 
 if TYPE_CHECKING:
@@ -209,15 +210,15 @@ def matrix_cmd(
 
 def _explained(settings: MatrixSettings, resolved: Cascade) -> list[Setting]:
     """Every setting `tfbuild matrix` and the commands after it use, with its source: the
-    matrix and its defaults as this command resolved them, and the settings of the commands
-    that fetch, build and measure as the environment leaves them."""
+    matrix and its defaults as this command resolved them, and the options of the commands
+    that fetch, build and measure that a variable may set, as the environment leaves them."""
     host = (
         Setting("machine", str(settings.host), "option", "--host")
         if settings.host is not None
         else Setting("machine", "this machine", "default", "detected")
     )
     read = [s for s in resolved.settings if s.name == "matrix" or s.name.startswith("defaults.")]
-    return [*read[:1], host, *read[1:], *session_settings(os.environ)]
+    return [*read[:1], host, *read[1:], *variable_settings(os.environ)]
 
 
 def _latest(matrix: Matrix) -> dict[str, Any]:

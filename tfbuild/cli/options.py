@@ -10,13 +10,16 @@ from typing import Any, TypeVar
 
 import click
 
+from tfbuild.cli.values import printable_path
 from tfbuild.config.settings import (
+    BAZEL_CACHE_ENV,
     CACHE_ENV,
     PROCESSES_ENV,
     RESULTS_DEFAULT,
     RESULTS_ENV,
     STORE_DEFAULT,
     STORE_ENV,
+    TF_SOURCE_ENV,
     Cascade,
     Setting,
     user_cache,
@@ -51,6 +54,7 @@ class Layered(click.Option):
         fallback: Callable[[Mapping[str, str]], object] | None = None,
         **kwargs: Any,
     ) -> None:
+        kwargs["help"] = f"{kwargs.get('help', '')} Also set by {variable}.".lstrip()
         super().__init__(*args, **kwargs)
         self.variable = variable
         self.fallback = fallback
@@ -67,25 +71,31 @@ def flag_of(param: click.Parameter) -> str:
     return param.human_readable_name
 
 
-def resolve_options(ctx: click.Context) -> Cascade:
+def resolve_options(ctx: click.Context, environment: Mapping[str, str] | None = None) -> Cascade:
     """A command's options resolved through its Cascade (the command line, else an option's
     variable, else its default), each put back in the context as resolved; with --debug, each
     said on stderr with where it came from."""
     from click.core import ParameterSource
 
-    resolved = Cascade(os.environ, said=say_setting if Flags.debug else None)
+    environment = os.environ if environment is None else environment
+    resolved = Cascade(environment, said=say_setting if Flags.debug else None)
     for param in ctx.command.params:
         name = param.name
         if not param.expose_value or name is None or name not in ctx.params:
             continue
         given = ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
-        ctx.params[name] = _resolved(resolved, ctx, param, ctx.params[name], given)
+        ctx.params[name] = _resolved(resolved, ctx, param, ctx.params[name], given, environment)
     ctx.meta[CASCADE] = resolved
     return resolved
 
 
 def _resolved(
-    resolved: Cascade, ctx: click.Context, param: click.Parameter, value: object, given: bool
+    resolved: Cascade,
+    ctx: click.Context,
+    param: click.Parameter,
+    value: object,
+    given: bool,
+    environment: Mapping[str, str],
 ) -> object:
     flag = flag_of(param)
     option = (flag, value) if given else None
@@ -93,7 +103,7 @@ def _resolved(
         return resolved.take(flag, value, option=option)
     default = value
     if default is None and param.fallback is not None:
-        default = param.fallback(os.environ)
+        default = param.fallback(environment)
 
     def read(text: str) -> object:
         try:
@@ -264,8 +274,7 @@ def store_option(f: F) -> F:
         type=click.Path(path_type=Path, file_okay=False),
         default=STORE_DEFAULT,
         show_default=True,
-        help=f"Wheel store: one folder per variant id with the wheel and its manifest. Also set "
-        f"by {STORE_ENV}.",
+        help="Wheel store: one folder per variant id with the wheel and its manifest.",
     )(f)
 
 
@@ -276,8 +285,7 @@ def cache_option(f: F) -> F:
         variable=CACHE_ENV,
         fallback=lambda environment: Path(user_cache(environment)),
         type=click.Path(path_type=Path, file_okay=False),
-        help=f"Cache for runtimes and audits (default: ~/.cache/tfbuild, or under "
-        f"XDG_CACHE_HOME). Also set by {CACHE_ENV}.",
+        help="Cache for runtimes and audits (default: ~/.cache/tfbuild, or under XDG_CACHE_HOME).",
     )(f)
 
 
@@ -302,9 +310,24 @@ PROCESSES_OPTION = click.option(
     help="How each benchmark process starts. forked: from a zygote of its config, a process "
     f"that has imported TensorFlow (each serves {CHILDREN}), half the seconds a process; "
     "fresh: a new interpreter each, as independent as processes get (docs/reference.md). "
-    f"Sessions of the two are never ranked together. Also set by {PROCESSES_ENV}.",
+    "Sessions of the two are never ranked together.",
 )
 QUIET_OPTION = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+TF_SOURCE_OPTION = click.option(
+    "--tf-source",
+    cls=Layered,
+    variable=TF_SOURCE_ENV,
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    callback=lambda _ctx, _param, value: printable_path(value),
+    help="Build this local TensorFlow tree (copied in) instead of cloning the tag.",
+)
+BAZEL_CACHE_OPTION = click.option(
+    "--bazel-cache",
+    cls=Layered,
+    variable=BAZEL_CACHE_ENV,
+    metavar="VOLUME_OR_PATH",
+    help="Override defaults.bazel.cache: a Docker volume name or an absolute path.",
+)
 TENSORFLOW_OPTION = click.option(
     "--tensorflow",
     metavar="X.Y.Z",
@@ -369,7 +392,7 @@ def results_option(help_text: str) -> Callable[[F], F]:
         type=click.Path(path_type=Path, file_okay=False),
         default=RESULTS_DEFAULT,
         show_default=True,
-        help=f"{help_text} Also set by {RESULTS_ENV}.",
+        help=help_text,
     )
 
 
@@ -377,6 +400,29 @@ WEIGHT_HELP = (
     "Weigh a benchmark W times in the overall level the answer and the ranking are on (the "
     "others weigh 1; 0 leaves one out): the benchmarks that resemble your model. Repeatable."
 )
+
+
+def variable_settings(environment: Mapping[str, str]) -> list[Setting]:
+    """Every option a variable may set (those of the commands that fetch, build and measure),
+    as the environment leaves it: resolved as a command resolves it, with no command line; a
+    value the option would refuse is named with why."""
+    command = click.Command("tfbuild")
+    options = (store_option, cache_option, results_option("Results."), PROCESSES_OPTION,
+               TF_SOURCE_OPTION, BAZEL_CACHE_OPTION)  # fmt: skip
+    for option in options:
+        option(command)
+    ctx = command.make_context("tfbuild", [])
+    resolved = Cascade(environment)
+    for param in command.params:
+        assert isinstance(param, Layered) and param.name is not None
+        try:
+            _resolved(resolved, ctx, param, ctx.params[param.name], False, environment)
+        except click.BadParameter as exc:
+            why = exc.message.removesuffix(f" (set by {param.variable})")
+            refused = f"{param.variable}, refused: {why}"
+            resolved.record(Setting(flag_of(param), environment[param.variable], "environment",
+                                    refused))  # fmt: skip
+    return resolved.settings
 
 
 SUITE_OPTIONS = (

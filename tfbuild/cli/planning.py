@@ -65,21 +65,26 @@ def read_matrix(
 ) -> Matrix:
     """The matrix, with the options over its defaults: --tensorflow for its source builds (a
     minor release, 2.21, means its newest patch release on the package index, said on stderr)
-    and --bazel-cache (or TFBUILD_BAZEL_CACHE). Which file, and each of its defaults, are
-    resolved in the command's cascade (said with --debug) and applied as resolved."""
+    and build's --bazel-cache (from the command line or TFBUILD_BAZEL_CACHE). Which file, and
+    each of its defaults with where it came from, go into the command's cascade (said with
+    --debug)."""
     resolved = command_cascade()
     file = matrix_file(path)
     resolved.record(matrix_setting(path))
-    written = load_matrix(file)
     if tensorflow is not None and re.fullmatch(r"\d+\.\d+", tensorflow) and tf_release(tensorflow):
-        tensorflow = newest_patch(tensorflow, written)
-    options = {"defaults.tensorflow": ("--tensorflow", tensorflow),
-               "defaults.bazel.cache": ("--bazel-cache", bazel_cache)}  # fmt: skip
-    found = {s.name: s for s in matrix_settings(written, resolved, options)}
-    release, cache = found["defaults.tensorflow"], found["defaults.bazel.cache"]
-    matrix = load_matrix(file, release.value) if release.layer == "option" else written
-    if cache.layer in ("environment", "option"):
+        tensorflow = newest_patch(tensorflow, load_matrix(file))
+    matrix = load_matrix(file, tensorflow)
+    over: dict[str, Setting] = {}
+    if tensorflow is not None:
+        over["defaults.tensorflow"] = Setting("--tensorflow", tensorflow, "option", "--tensorflow")
+    if bazel_cache:
+        found = resolved.source("--bazel-cache")
+        given = found is not None and found.value == bazel_cache and found.layer != "default"
+        cache = found if given and found else Setting("--bazel-cache", bazel_cache, "option",
+                                                      "--bazel-cache")  # fmt: skip
         matrix = _with_bazel_cache(matrix, cache)
+        over["defaults.bazel.cache"] = cache
+    matrix_settings(matrix, resolved, over)
     return matrix
 
 
@@ -210,9 +215,11 @@ def with_forms(
     or with --with-suite (the suite, which no form changes, would run again in each). Which
     forms, and from where, is resolved in the command's cascade."""
     written = (matrix.forms, f"{matrix.path}: forms") if matrix.forms != (AS_GIVEN,) else None
-    wanted = command_cascade().take(
+    resolved = command_cascade()
+    wanted = resolved.take(
         "forms", (AS_GIVEN,), matrix=written, option=("--forms", forms or None), show=",".join
     )
+    source = resolved.source("forms")
     others = [f for f in wanted if f != AS_GIVEN]
     if others and with_suite:
         raise UsageError(
@@ -220,7 +227,7 @@ def with_forms(
             "every form, so each form would run it again; run the suite in a session of its own"
         )
     if others and (workload is None or workload.kind != "savedmodel"):
-        given = "--forms" if forms else f"{matrix.path}: forms"
+        given = source.where if source is not None else "--forms"
         what = "no --workload" if workload is None else f"--workload is a {workload.kind}"
         raise UsageError(
             f"{given}: {', '.join(others)}: a model form is made from a SavedModel's signature, "

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +52,6 @@ from tfbuild.cli.values import (
     parse_weights,
     workload_request,
 )
-from tfbuild.config.settings import Setting
 from tfbuild.config.values import AS_GIVEN, TIMEOUT_S
 from tfbuild.engine import DockerInfo
 from tfbuild.errors import NothingRan
@@ -111,7 +110,8 @@ class SessionArguments:
 @dataclass(frozen=True, kw_only=True)
 class SessionSettings:
     """What `bench` and `run` are asked: the matrix and selection, the suite, the machine's
-    limits, and where results go; `sources` says where each option's value came from."""
+    limits, and where results go (where each value came from is the command's cascade's
+    record)."""
 
     matrix: Path | None
     tensorflow: str | None
@@ -134,20 +134,12 @@ class SessionSettings:
     """--weight as typed (checked against the benchmarks the session measures)."""
     forms: tuple[str, ...] = ()
     """--forms (none given: the matrix's `forms:`)."""
-    sources: tuple[Setting, ...] = field(default=(), compare=False)
-    """Where each option's value came from, as the command's cascade resolved it."""
 
     def workspace(self, engine_status: DockerInfo) -> Workspace:
         return _workspace(self.store, self.cache_dir, self.results_dir, engine_status)
 
     @classmethod
-    def resolved(cls, params: Mapping[str, Any]) -> SessionSettings:
-        """From the options of `bench` or `run` as the running command's cascade resolved
-        them, with the record of where each came from."""
-        return cls.of(options_record(SessionArguments, params), command_cascade().settings)
-
-    @classmethod
-    def of(cls, given: SessionArguments, sources: Sequence[Setting] = ()) -> SessionSettings:
+    def of(cls, given: SessionArguments) -> SessionSettings:
         """From the options of `bench` or `run`, checked and parsed."""
         return cls(
             matrix=given.matrix_path,
@@ -181,7 +173,6 @@ class SessionSettings:
             processes=given.processes,
             weights=given.weights,
             forms=parse_forms(given.forms),
-            sources=tuple(sources),
         )
 
 
@@ -227,7 +218,7 @@ def _workspace(
 def _suite(settings: SessionSettings, matrix: Matrix) -> SuiteSettings:
     """The suite's settings for this session: the matrix's (or its preset's) under the
     options, each resolved in the command's cascade."""
-    return settings.suite.settings(matrix.suite, command_cascade(), str(matrix.path))
+    return settings.suite.settings(matrix.suite, command_cascade())
 
 
 def _options(settings: SessionSettings, suite: SuiteSettings) -> SessionOptions:
@@ -321,7 +312,7 @@ def bench(**params: Any) -> None:
             workspace = resuming.workspace(engine_status)
             path = resume_session(resuming.results_file, workspace, reporter, SequentialLooks())
     else:
-        settings = SessionSettings.of(given, command_cascade().settings)
+        settings = SessionSettings.of(given)
         workspace = settings.workspace(engine_status)
         reporter = make_reporter(settings.quiet)
         matrix = read_matrix(settings.matrix, settings.tensorflow)
@@ -493,7 +484,7 @@ def run(build_sources: bool, fmt: str, **params: Any) -> None:
     from tfbuild.engine import docker_status
     from tfbuild.progress import make_reporter
 
-    settings = SessionSettings.resolved(params)
+    settings = SessionSettings.of(options_record(SessionArguments, params))
     matrix = read_matrix(settings.matrix, settings.tensorflow)
     engine_status = docker_status()
     workspace = settings.workspace(engine_status)

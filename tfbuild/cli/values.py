@@ -287,28 +287,37 @@ class SuiteRequest:
             rounds=rounds,
         )
 
-    def settings(self, suite: Suite, resolved: Cascade, where: str) -> SuiteSettings:
-        """The preset's settings with this request on top, each resolved in `resolved` (the
-        matrix's suite, or its preset, at `where`, under the options)."""
+    def settings(self, suite: Suite, resolved: Cascade) -> SuiteSettings:
+        """The preset's settings with this request on top, each resolved in `resolved`: the
+        option's, else the file's (its line), else built in."""
         chosen = suite.preset(self.preset)
-        at = f"{where}: suite" + (f".presets.{self.preset}" if self.preset else "")
 
-        def take(name: str, flag: str, written: Any, given: Any, show: Any = shown) -> Any:
+        def take(name: str, flag: str, given: Any, show: Any = shown) -> Any:
+            value, where = getattr(chosen, name), suite.written(self.preset, name)
+            own = self.preset is not None and value != getattr(suite.settings, name)
             return resolved.take(
-                f"suite.{name}", written, matrix=(written, at), option=(flag, given), show=show
-            )
+                f"suite.{name}", value, matrix=(value, str(where)) if where else None,
+                option=(flag, given), show=show,
+                default_where=f"the {self.preset} preset" if own else "built in",
+            )  # fmt: skip
 
-        budget = take("budget", "--budget", chosen.budget, self.budget)
-        resolve = take("resolve", "--resolve", chosen.resolve, self.resolve, percent)
-        min_rounds = take("min_rounds", "--min-rounds", chosen.min_rounds, self.min_rounds)
-        raised = None if self.min_rounds is None else max(chosen.max_rounds, self.min_rounds)
-        max_rounds = take("max_rounds", "--min-rounds", chosen.max_rounds, raised)
-        if (self.budget, self.resolve, self.min_rounds) == (None, None, None):
-            rounds = take("rounds", "--rounds", chosen.rounds, self.rounds)
-        else:  # a sequential design was asked for, whatever the preset's
+        budget = take("budget", "--budget", self.budget)
+        resolve = take("resolve", "--resolve", self.resolve, percent)
+        min_rounds = take("min_rounds", "--min-rounds", self.min_rounds)
+        raised = self.min_rounds if (self.min_rounds or 0) > chosen.max_rounds else None
+        max_rounds = take("max_rounds", "--min-rounds", raised)
+        asked = {
+            "--budget": self.budget,
+            "--resolve": self.resolve,
+            "--min-rounds": self.min_rounds,
+        }
+        sequential = [flag for flag, value in asked.items() if value is not None]
+        if sequential and chosen.rounds is not None:  # the preset's fixed design, replaced
             rounds = None
-            asked = "--budget, --resolve or --min-rounds (a sequential design)"
-            resolved.record(Setting("suite.rounds", "none", "option", asked))
+            why = f"{', '.join(sequential)} (a sequential design)"
+            resolved.record(Setting("suite.rounds", "none", "option", why))
+        else:
+            rounds = take("rounds", "--rounds", self.rounds)
         return dataclasses.replace(
             chosen,
             budget=budget,

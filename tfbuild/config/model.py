@@ -184,6 +184,9 @@ class SuiteSettings:
 class Suite:
     settings: SuiteSettings
     presets: Mapping[str, SuiteSettings]
+    set_at: Mapping[str, Where] = field(default_factory=dict, compare=False)
+    """Where the file sets each key of the suite: "suite.min_rounds",
+    "suite.presets.quick.resolve"."""
 
     def preset(self, name: str | None) -> SuiteSettings:
         if name is None:
@@ -191,6 +194,16 @@ class Suite:
         if name not in self.presets:
             raise SelectionError(unknown("suite preset", name, list(self.presets)))
         return self.presets[name]
+
+    def written(self, preset: str | None, key: str) -> Where | None:
+        """The line that sets `key` of the preset (None: the suite itself), where the file sets
+        it: in the preset, else in the suite when the preset keeps the suite's value (a preset
+        tfbuild builds in, quick, sets its own budget and margin)."""
+        if preset is not None and (where := self.set_at.get(f"suite.presets.{preset}.{key}")):
+            return where
+        if getattr(self.preset(preset), key) != getattr(self.settings, key):
+            return None
+        return self.set_at.get(f"suite.{key}")
 
 
 @dataclass(frozen=True)

@@ -342,6 +342,7 @@ def read_suite(ctx: Ctx, node: yaml.Node | None) -> Suite:
     m.check_keys([*_SUITE_KEYS, "presets", *_FIXED_BY_SUITE])
     settings = _suite_settings(ctx, m, default)
     presets = _builtin_presets(settings)
+    set_at = _positions(ctx, node, "suite")
     if (n := m.get("presets")) is not None and (pm := as_mapping(ctx, n, "suite.presets")):
         for preset, (key, value) in pm.items.items():
             if not NAME_RE.fullmatch(preset):
@@ -351,7 +352,7 @@ def read_suite(ctx: Ctx, node: yaml.Node | None) -> Suite:
                 _refuse_fixed(ctx, sub)
                 sub.check_keys([*_SUITE_KEYS, *_FIXED_BY_SUITE])
                 presets[preset] = _suite_settings(ctx, sub, settings)
-    return Suite(settings, presets)
+    return Suite(settings, presets, set_at)
 
 
 def _builtin_presets(settings: SuiteSettings) -> dict[str, SuiteSettings]:

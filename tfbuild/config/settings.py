@@ -88,15 +88,16 @@ class Cascade:
         gave one), else the environment's `variable` (its text through `read`), else `matrix`
         (the value and file:line), else `default`; recorded under `name` with its layer, the
         value as `show` words it."""
-        value, layer, where = default, "default", default_where
-        if matrix is not None:
-            value, layer, where = matrix[0], "matrix", matrix[1]
         text = self._environment.get(variable) if variable else None
-        if variable and text:
-            value = read(text) if read is not None else cast(T, text)
-            layer, where = "environment", variable
         if option is not None and option[1] is not None:
             value, layer, where = option[1], "option", option[0]
+        elif variable and text:  # read only when it is what counts: a bad one under a good
+            value = read(text) if read is not None else cast(T, text)  # option is no error
+            layer, where = "environment", variable
+        elif matrix is not None:
+            value, layer, where = matrix[0], "matrix", matrix[1]
+        else:
+            value, layer, where = default, "default", default_where
         self.record(Setting(name, show(value), layer, where))
         return value
 
@@ -111,40 +112,23 @@ class Cascade:
         return next((s for s in reversed(self.settings) if s.name == name), None)
 
 
-def cascade(
-    name: str,
-    default: str,
-    *,
-    matrix: tuple[str, str] | None = None,
-    environment: tuple[str, Mapping[str, str]] | None = None,
-    option: tuple[str, str | None] | None = None,
-) -> Setting:
-    """One setting on its own: `matrix` is (value, file:line) when the matrix sets it,
-    `environment` the variable's name and the environment, `option` the option's flag and its
-    value (None when not given)."""
-    variable, env = environment if environment is not None else (None, {})
-    resolved = Cascade(env)
-    resolved.take(name, default, matrix=matrix, variable=variable, option=option)
-    return resolved.settings[0]
-
-
 def matrix_settings(
-    matrix: Matrix,
-    resolved: Cascade,
-    options: Mapping[str, tuple[str, str | None]] | None = None,
+    matrix: Matrix, resolved: Cascade, over: Mapping[str, Setting] | None = None
 ) -> list[Setting]:
     """The matrix's defaults, each resolved in `resolved`: from the matrix (with its line) or
-    built in, the environment over it where a variable may set one (defaults.bazel.cache), and
-    the command's option over that (`options` maps a default to the option's flag and the
-    value the command line gave, or None). The settings recorded, in the matrix's order."""
+    built in, or, where `over` names one, from the stronger layer that set it (--tensorflow,
+    --bazel-cache or its variable; the matrix holds the value as applied). The settings
+    recorded, in the matrix's order."""
     defaults, set_at = matrix.defaults, matrix.defaults.set_at
     start = len(resolved.settings)
 
-    def setting(key: str, value: object, variable: str | None = None) -> None:
+    def setting(key: str, value: object) -> None:
+        if over is not None and (stronger := over.get(key)) is not None:
+            resolved.record(Setting(key, shown(value), stronger.layer, stronger.where))
+            return
         where = set_at.get(key)
         written = (shown(value), str(where)) if where is not None else None
-        option = (options or {}).get(key)
-        resolved.take(key, shown(value), matrix=written, variable=variable, option=option)
+        resolved.take(key, shown(value), matrix=written)
 
     pip, bazel, images = defaults.pip, defaults.bazel, defaults.base_images
     setting("defaults.tensorflow", defaults.tensorflow)
@@ -152,7 +136,7 @@ def matrix_settings(
     setting("defaults.base_images.build", images.build)
     setting("defaults.base_images.runtime", images.runtime)
     setting("defaults.base_images.from", images.source)
-    setting("defaults.bazel.cache", bazel.cache, BAZEL_CACHE_ENV)
+    setting("defaults.bazel.cache", bazel.cache)
     setting("defaults.bazel.disk_cache", bazel.disk_cache)
     setting("defaults.bazel.remote_cache", bazel.remote_cache)
     setting("defaults.bazel.remote_executor", bazel.remote_executor)
@@ -168,19 +152,3 @@ def matrix_settings(
 def user_cache(environment: Mapping[str, str]) -> str:
     """The user's cache folder for tfbuild (XDG_CACHE_HOME, else ~/.cache)."""
     return str(Path(environment.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tfbuild")
-
-
-def session_settings(environment: Mapping[str, str]) -> list[Setting]:
-    """The settings of the commands that fetch, build and measure, as the environment leaves
-    them (their options, --store, --cache-dir, --results, --tf-source, --bazel-cache, are the
-    strongest layer)."""
-    return [
-        cascade("store", STORE_DEFAULT, environment=(STORE_ENV, environment)),
-        cascade("cache", user_cache(environment), environment=(CACHE_ENV, environment)),
-        cascade("results", RESULTS_DEFAULT, environment=(RESULTS_ENV, environment)),
-        cascade(
-            "TensorFlow source",
-            "the release's tag, cloned",
-            environment=(TF_SOURCE_ENV, environment),
-        ),
-    ]

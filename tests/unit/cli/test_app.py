@@ -139,7 +139,7 @@ def test_debug_says_each_setting_and_where_it_came_from(tmp_path: Path) -> None:
         n for n, line in enumerate(matrix.read_text().splitlines(), 1) if "python:" in line
     )
     assert said["--store"] == (str(store), "option --store")
-    assert said["--bazel-cache"] == ("none", "default")  # the variable sets the matrix's default
+    assert said["--bazel-cache"] == (str(tmp_path / "bazel"), "environment TFBUILD_BAZEL_CACHE")
     assert said["--force"] == ("no", "default")
     assert said["matrix"] == (str(matrix), "option --matrix")
     assert said["defaults.python"][1] == f"matrix {matrix}:{python_line}"

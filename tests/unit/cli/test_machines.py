@@ -234,7 +234,8 @@ def test_matrix_explain_says_where_each_setting_comes_from(tmp_path: Path) -> No
     assert rows["defaults.python"].split() == ["matrix", f"{path}:2", "3.12"]
     assert rows["defaults.base_images.from"].split()[-1].endswith("@sha256:" + "8" * 64)
     assert rows["defaults.tensorflow"].split() == ["default", "2.21.0"]
-    assert rows["store"].split() == ["environment", "TFBUILD_WHEELS", str(tmp_path / "w")]
+    assert rows["--store"].split() == ["environment", "TFBUILD_WHEELS", str(tmp_path / "w")]
+    assert rows["--bazel-cache"].split() == ["default", "none"]  # an empty variable sets nothing
     assert "Variants in" in proc.stdout  # the plan follows
     document = json.loads(run_tfbuild("matrix", "--explain", "--format", "json", "--matrix",
                                       str(path), env=env).stdout)  # fmt: skip

@@ -22,6 +22,7 @@ from tfbuild.cli.options import (
     json_option,
     keep_containers_option,
     store_option,
+    variable_settings,
 )
 from tfbuild.engine import KEEP_ENV
 
@@ -305,3 +306,24 @@ def test_every_command_resolves_its_options_through_the_cascade() -> None:
     every = commands(cli)
     assert {"bench", "build", "inspect", "github"} <= {c.name for c in every}
     assert [c.name for c in every if not isinstance(c, Command)] == []
+
+
+def test_the_options_a_variable_sets_are_resolved_as_a_command_resolves_them() -> None:
+    """What `matrix --explain` says of the commands after it: each option a variable may set,
+    from the environment or its default (the cache folder under XDG_CACHE_HOME), and a value
+    the option would refuse named with why, not an error."""
+    env = {"TFBUILD_RESULTS": "/srv/results", "XDG_CACHE_HOME": "/var/cache/me",
+           "TFBUILD_PROCESSES": "bogus"}  # fmt: skip
+    found = {s.name: s for s in variable_settings(env)}
+    assert list(found) == ["--store", "--cache-dir", "--results", "--processes", "--tf-source",
+                           "--bazel-cache"]  # fmt: skip
+    assert (found["--results"].value, found["--results"].source) == (
+        "/srv/results", "environment TFBUILD_RESULTS"
+    )  # fmt: skip
+    assert (found["--cache-dir"].value, found["--cache-dir"].layer) == (
+        "/var/cache/me/tfbuild", "default"
+    )  # fmt: skip
+    assert found["--store"].value == "wheels" and found["--processes"].value == "bogus"
+    assert found["--processes"].where == (
+        "TFBUILD_PROCESSES, refused: 'bogus' is not one of 'fresh', 'forked'."
+    )

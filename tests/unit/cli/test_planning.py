@@ -31,7 +31,13 @@ from tfbuild.cli.values import Selection
 from tfbuild.config.load import load_matrix
 from tfbuild.config.settings import Setting
 from tfbuild.engine import DockerInfo
-from tfbuild.errors import EngineUnavailable, NotBuiltError, SelectionError, UsageError
+from tfbuild.errors import (
+    EngineUnavailable,
+    MatrixError,
+    NotBuiltError,
+    SelectionError,
+    UsageError,
+)
 from tfbuild.machine.detect import profile_from_cpuinfo
 from tfbuild.plan.make import Plan, make_plan
 from tfbuild.resources import default_matrix_path
@@ -111,6 +117,20 @@ def test_a_bazel_cache_that_is_no_volume_or_absolute_path_is_refused(given: str)
     assert str(caught.value) == (
         f"--bazel-cache {given!r}: expected a Docker volume name or an absolute path"
     )
+
+
+def test_tensorflow_is_applied_as_the_matrix_is_read(tmp_path: Path) -> None:
+    """A matrix whose own release does not build for its Python is read with --tensorflow
+    naming one that does: the release is applied while the matrix is read, not after it."""
+    old = tmp_path / "old.yaml"
+    old.write_text(
+        'defaults:\n  tensorflow: 2.17.1\n  python: "3.13"\nvariants:\n'
+        "  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
+        "  - {name: native, source: bazel, cpu_flags: [avx2]}\n"
+    )
+    with pytest.raises(MatrixError, match=r"TensorFlow 2\.17\.1 does not build for this Python"):
+        read_matrix(old)
+    assert read_matrix(old, "2.21.0").defaults.tensorflow == "2.21.0"
 
 
 def test_tensorflow_replaces_the_release_the_source_builds_use() -> None:

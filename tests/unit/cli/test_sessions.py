@@ -44,7 +44,8 @@ def parsed(command: object, *args: str) -> SessionSettings:
     with ctx:
         resolve_options(ctx)
         own = ("build_sources", "fmt")  # run's own, not the session's
-        return SessionSettings.resolved({k: v for k, v in ctx.params.items() if k not in own})
+        given = {k: v for k, v in ctx.params.items() if k not in own}
+        return SessionSettings.of(options_record(SessionArguments, given))
 
 
 def test_bench_settings_hold_every_option_as_given(tmp_path: Path) -> None:
@@ -232,13 +233,17 @@ def test_debug_says_each_setting_of_the_session_as_it_was_resolved(tmp_path: Pat
     proc = run_tfbuild("--debug", *args, cwd=tmp_path, env=env)
     assert proc.returncode == 4, proc.stderr
     said = debug_said(proc.stderr)
-    preset = f"matrix {matrix}: suite.presets.quick"
+    text = matrix.read_text().splitlines()
+    line = {k: next(n for n, t in enumerate(text, 1) if t.strip().startswith(k))
+            for k in ("min_rounds:", "quick:")}  # fmt: skip
     assert said["suite.budget"] == ("5 min", "option --budget")
-    assert said["suite.resolve"] == ("10%", preset)
-    assert said["suite.min_rounds"] == ("3", preset)
-    assert said["suite.rounds"] == (
-        "none", "option --budget, --resolve or --min-rounds (a sequential design)"
-    )  # fmt: skip
+    assert said["suite.resolve"] == ("10%", f"matrix {matrix}:{line['quick:']}")  # the preset's
+    assert said["suite.min_rounds"] == (
+        "3",
+        f"matrix {matrix}:{line['min_rounds:']}",
+    )  # the suite's
+    assert said["suite.max_rounds"][0] == "30"
+    assert said["suite.rounds"] == ("none", "default")
     assert said["forms"] == ("as-given", "default")
     assert said["defaults.tensorflow"][1].startswith(f"matrix {matrix}:")
     assert said["--results"] == (str(tmp_path / "r"), "environment TFBUILD_RESULTS")

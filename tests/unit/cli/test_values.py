@@ -111,18 +111,18 @@ def test_results_are_found_in_files_folders_and_patterns(tmp_path: Path) -> None
 def test_a_suite_request_is_the_preset_with_the_options_on_top() -> None:
     suite = load_matrix(default_matrix_path()).suite
     resolved = Cascade({})
-    quick = SuiteRequest.parse(quick=True).settings(suite, resolved, "m.yaml")
+    quick = SuiteRequest.parse(quick=True).settings(suite, resolved)
     assert quick == suite.preset("quick")
     longer = SuiteRequest.parse(budget="1h30m", resolve="4%", min_rounds=99).settings(
-        suite, resolved, "m.yaml"
+        suite, resolved
     )
     assert (longer.budget, longer.resolve, longer.min_rounds) == (Budget(5400.0), 0.04, 99)
-    wide = SuiteRequest.parse(budget="5m per config").settings(suite, resolved, "m.yaml")
+    wide = SuiteRequest.parse(budget="5m per config").settings(suite, resolved)
     assert wide.budget == Budget(300.0, per_config=True)
     assert design_of(wide, 16).budget_s == 16 * 300  # the session's, for the configs it plans
     assert design_of(suite.preset(None), 5).budget_s == 20 * 60
     assert longer.max_rounds >= 99 and longer.rounds is None
-    fixed = SuiteRequest.parse(rounds=6).settings(suite, resolved, "m.yaml")
+    fixed = SuiteRequest.parse(rounds=6).settings(suite, resolved)
     assert fixed.rounds == 6
     for kwargs, said in (
         ({"quick": True, "preset": "full"}, "give --quick or --preset"),
@@ -240,3 +240,39 @@ def test_a_tolerance_needs_a_form_to_hold_to_it(tmp_path: Path) -> None:
     assert proc.returncode == 64, proc.stderr
     assert "Invalid value for '--atol': -1.0 is not in the range x>=0" in proc.stderr
     assert not (tmp_path / "w").exists() and not (tmp_path / "r").exists()
+
+
+def test_each_suite_setting_is_recorded_with_the_line_or_option_that_set_it(
+    tmp_path: Path,
+) -> None:
+    """The option's, else the preset's line, else the suite's line (a preset keeps the
+    suite's other keys), else built in; --min-rounds is named for max_rounds only when it
+    raised it, and a sequential option for rounds only when it replaced a fixed design."""
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        "variants:\n  - {name: stock, source: pypi, requirement: tensorflow-cpu==2.21.0}\n"
+        "suite:\n  max_rounds: 30\n  presets:\n    fixed:\n      rounds: 6\n"
+    )
+    suite = load_matrix(path).suite
+
+    def said(request: SuiteRequest) -> dict[str, tuple[str, str]]:
+        resolved = Cascade({})
+        request.settings(suite, resolved)
+        return {s.name: (s.value, s.source) for s in resolved.settings}
+
+    plain = said(SuiteRequest.parse(preset="fixed"))
+    assert plain["suite.rounds"] == ("6", f"matrix {path}:7")
+    assert plain["suite.max_rounds"] == ("30", f"matrix {path}:4")
+    assert plain["suite.min_rounds"] == ("5", "default")
+    assert plain["suite.resolve"] == ("5%", "default")
+    lower = said(SuiteRequest.parse(min_rounds=2))
+    assert lower["suite.min_rounds"] == ("2", "option --min-rounds")
+    assert lower["suite.max_rounds"] == ("30", f"matrix {path}:4")
+    raised = said(SuiteRequest.parse(preset="fixed", min_rounds=40, budget="5m"))
+    assert raised["suite.max_rounds"] == ("40", "option --min-rounds")
+    assert raised["suite.rounds"] == (
+        "none", "option --budget, --min-rounds (a sequential design)"
+    )  # fmt: skip
+    quick = said(SuiteRequest.parse(quick=True))
+    assert quick["suite.resolve"] == ("10%", "default (the quick preset)")
+    assert quick["suite.max_rounds"] == ("30", f"matrix {path}:4")

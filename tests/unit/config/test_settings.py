@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tfbuild.config.load import load_matrix
-from tfbuild.config.settings import Cascade, cascade, matrix_settings, session_settings, user_cache
+from tfbuild.config.settings import Cascade, Setting, matrix_settings
 
 MATRIX = """\
 defaults:
@@ -21,16 +23,19 @@ variants:
 
 def test_the_strongest_layer_that_sets_a_value_wins() -> None:
     env = {"TFBUILD_WHEELS": "/srv/wheels", "EMPTY": ""}
-    assert cascade("store", "wheels").source == "default"
-    layered = cascade(
-        "store", "wheels", matrix=("w", "m.yaml:3"), environment=("TFBUILD_WHEELS", env)
-    )
+
+    def store(**layers: object) -> Setting:
+        resolved = Cascade(env)
+        resolved.take("store", "wheels", **layers)  # type: ignore[arg-type]
+        return resolved.settings[0]
+
+    assert store().source == "default"
+    layered = store(matrix=("w", "m.yaml:3"), variable="TFBUILD_WHEELS")
     assert (layered.value, layered.source) == ("/srv/wheels", "environment TFBUILD_WHEELS")
-    given = cascade("store", "wheels", environment=("TFBUILD_WHEELS", env), option=("--store", "x"))
+    given = store(variable="TFBUILD_WHEELS", option=("--store", "x"))
     assert (given.value, given.layer, given.where) == ("x", "option", "--store")
     # an option not given and an empty variable set nothing
-    kept = cascade("store", "wheels", matrix=("w", "m.yaml:3"), environment=("EMPTY", env),
-                   option=("--store", None))  # fmt: skip
+    kept = store(matrix=("w", "m.yaml:3"), variable="EMPTY", option=("--store", None))
     assert (kept.value, kept.source) == ("w", "matrix m.yaml:3")
 
 
@@ -50,20 +55,17 @@ def test_the_matrix_says_on_which_line_it_sets_a_default(tmp_path: Path) -> None
         and found["defaults.tensorflow"].value == "2.21.0"
     )
     assert found["defaults.bazel.disk_cache"].value == "yes"
-    env = {"TFBUILD_BAZEL_CACHE": "other-volume"}
-    overridden = {s.name: s for s in matrix_settings(matrix, Cascade(env))}["defaults.bazel.cache"]
-    assert (overridden.value, overridden.source) == (
-        "other-volume",
+    # a default the command replaced (the matrix holds it as applied): the layer that set it
+    stronger = {"defaults.bazel.cache": Setting("--bazel-cache", "x", "environment",
+                                                "TFBUILD_BAZEL_CACHE")}  # fmt: skip
+    overridden = {s.name: s for s in matrix_settings(matrix, Cascade({}), stronger)}
+    assert (
+        overridden["defaults.bazel.cache"].value,
+        overridden["defaults.bazel.cache"].source,
+    ) == (
+        "/srv/bazel-cache",
         "environment TFBUILD_BAZEL_CACHE",
     )
-
-
-def test_the_session_settings_come_from_the_environment_or_are_built_in() -> None:
-    env = {"TFBUILD_RESULTS": "/srv/results", "XDG_CACHE_HOME": "/var/cache/me"}
-    found = {s.name: s for s in session_settings(env)}
-    assert found["results"].value == "/srv/results" and found["results"].layer == "environment"
-    assert found["cache"].value == "/var/cache/me/tfbuild" == user_cache(env)
-    assert found["cache"].layer == "default" and found["store"].value == "wheels"
 
 
 def test_a_cascade_records_each_setting_as_it_resolves_it() -> None:
@@ -87,3 +89,17 @@ def test_a_cascade_records_each_setting_as_it_resolves_it() -> None:
     assert heard == ["--cache-dir", "suite.min_rounds", "suite.resolve"]
     assert resolved.source("suite.resolve") == resolved.settings[2]
     assert resolved.source("--store") is None
+
+
+def test_a_variable_under_an_option_given_is_not_read() -> None:
+    """The option wins, so the variable is not read at all: a bad value there is no error."""
+
+    def refuse(text: str) -> int:
+        raise AssertionError(f"read {text!r}")
+
+    resolved = Cascade({"TFBUILD_PROCESSES": "bogus"})
+    given = resolved.take("--processes", 1, variable="TFBUILD_PROCESSES", read=refuse,
+                          option=("--processes", 2))  # fmt: skip
+    assert given == 2 and resolved.settings[0].source == "option --processes"
+    with pytest.raises(AssertionError, match="read 'bogus'"):
+        resolved.take("--processes", 1, variable="TFBUILD_PROCESSES", read=refuse)
