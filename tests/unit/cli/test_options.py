@@ -112,6 +112,15 @@ def test_a_value_from_the_environment_is_checked_as_the_option_is() -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_an_option_given_wins_without_its_variable_being_read() -> None:
+    """TFBUILD_PROCESSES=bogus under --processes fresh: the option is what counts, so the
+    command goes on (to the selection it refuses, exit 4), the variable unread."""
+    proc = run_tfbuild("bench", "--processes", "fresh", "--only", "nothing",
+                       env={"TFBUILD_PROCESSES": "bogus"})  # fmt: skip
+    assert proc.returncode == 4, proc.stderr
+    assert "TFBUILD_PROCESSES" not in proc.stderr and "--only 'nothing'" in proc.stderr
+
+
 @pytest.mark.parametrize(
     ("option", "said"),
     [
