@@ -1,6 +1,7 @@
 """How the modules depend on each other, read from every import statement in the package
 (module level, inside functions and under TYPE_CHECKING alike): no import circle, no module over
-600 lines, and the Docker SDK imported by the engine module alone."""
+600 lines, no long function where changes land, and the Docker SDK imported by the engine module
+alone."""
 
 from __future__ import annotations
 
@@ -115,6 +116,39 @@ def test_no_module_is_over_600_lines() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+FUNCTION_LINES = {"tfbuild.cli": 50, "tfbuild.analysis": 80}
+"""The longest a function may be (its def to its last line, docstring included) where the
+changes land: a command is a short pipeline of named steps, the analysis a handful of them."""
+
+
+def _long_functions(source: str, limit: int) -> list[str]:
+    return [
+        f"{node.name}: {n}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (n := (node.end_lineno or node.lineno) - node.lineno + 1) > limit
+    ]
+
+
+def test_no_command_or_analysis_function_is_long() -> None:
+    long = {
+        module: found
+        for module, path in _sources().items()
+        for place, limit in FUNCTION_LINES.items()
+        if module.startswith(place + ".")
+        and (found := _long_functions(path.read_text(encoding="utf-8"), limit))
+    }
+    assert long == {}
+
+
+def test_the_length_check_counts_a_function_from_def_to_its_last_line() -> None:
+    def lines(n: int) -> str:
+        return "".join(f"    x{i} = {i}\n" for i in range(n))
+
+    assert _long_functions(f"def f():\n{lines(50)}", 50) == ["f: 51"]
+    assert _long_functions(f"@decorated\ndef f():\n{lines(49)}", 50) == []  # not the decorator
 
 
 def test_only_the_engine_module_imports_the_docker_sdk() -> None:
