@@ -92,7 +92,6 @@ def analyse_host(
             aa=judged.aa,
             contrasts=answered.contrasts,
             medians={k: statistics.median(list(v.values())) for k, v in table.items() if v},
-            round_values={key: list(v.values()) for key, v in table.items()},
             samples=basis.samples,
         ),
         course=Course(

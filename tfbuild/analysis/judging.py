@@ -65,13 +65,9 @@ def judged_of(basis: Basis, margin: float | None) -> Judged:
     if control is not None:
         aa = {OVERALL: control, **aa}
     warnings += aa_warnings(aa)
-    rulebook = setup.rulebook
     method = Method(
         design=basis.design,
         rules=setup.rules,
-        maxt=rulebook.maxt,
-        zygotes_widen=rulebook.zygotes,
-        stops_on_answer=rulebook.answer_decides,
         split=dict(setup.split),
         weights={b: w for b, w in basis.weights.items() if b in setup.benchmarks},
         margins=margins,

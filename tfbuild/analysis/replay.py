@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
@@ -125,13 +125,3 @@ def replay(recorded: Results, first: int | None = None) -> Replayed:
         for results in (recorded, replayed)
     )
     return Replayed(recorded, replayed, schedule.missing, (answers[0], answers[1]))
-
-
-def processes_by(results: Results) -> Mapping[int, int]:
-    """round -> processes run up to and including it."""
-    counts: dict[int, int] = {}
-    total = 0
-    for r in range(len(results.order or ())):
-        total += sum(1 for run in results.runs if run.round == r)
-        counts[r + 1] = total
-    return counts

@@ -17,6 +17,7 @@ from tfbuild.analysis.zygotes import ZygoteFigures
 from tfbuild.machine.profile import HostProfile
 from tfbuild.results import model
 from tfbuild.results.model import ConfigEntry, Design, Stop, VariantRecord
+from tfbuild.results.rules import rules
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,13 +53,6 @@ class Method:
     design: Design
     rules: int
     """The version of the decision rules the session was judged by (results.rules.CURRENT_RULES)."""
-    maxt: bool
-    """Max-t levels within each family, variances moderated across the comparisons (else
-    Bonferroni)."""
-    zygotes_widen: bool
-    """Intervals are widened by the resemblance of a zygote's children."""
-    stops_on_answer: bool
-    """The session stops when its answer is decided, at its margin (no resolution target)."""
     split: dict[str, float]
     """How the report's error is split between its families, by those rules."""
     weights: dict[str, float]
@@ -70,6 +64,22 @@ class Method:
     """benchmark (and 'overall') -> the spread of one process of the same build this machine
     surely has (the A/A control's, at its 90 % lower bound; 2 % at least): the margin's floor."""
     margin_source: str
+
+    @property
+    def maxt(self) -> bool:
+        """Max-t levels within each family, variances moderated across the comparisons (else
+        Bonferroni)."""
+        return rules(self.rules).maxt
+
+    @property
+    def zygotes_widen(self) -> bool:
+        """Intervals are widened by the resemblance of a zygote's children."""
+        return rules(self.rules).zygotes
+
+    @property
+    def stops_on_answer(self) -> bool:
+        """The session stops when its answer is decided, at its margin (no resolution target)."""
+        return rules(self.rules).answer_decides
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +100,6 @@ class Figures:
     """The seed experiments inside the recommended config: one benchmark of the suite against
     its counterpart (Estimate.benchmark names the contrast)."""
     medians: dict[tuple[str, str], float]
-    round_values: dict[tuple[str, str], list[float]] = field(repr=False)
     samples: dict[tuple[str, str], list[float]] = field(repr=False)
     """(config, benchmark) -> every raw sample throughput, for distribution plots."""
 

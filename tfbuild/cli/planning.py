@@ -78,10 +78,9 @@ def read_matrix(
     if tensorflow is not None:
         over["defaults.tensorflow"] = Setting("--tensorflow", tensorflow, "option", "--tensorflow")
     if bazel_cache:
-        found = resolved.source("--bazel-cache")
-        given = found is not None and found.value == bazel_cache and found.layer != "default"
-        cache = found if given and found else Setting("--bazel-cache", bazel_cache, "option",
-                                                      "--bazel-cache")  # fmt: skip
+        cache = resolved.source("--bazel-cache")  # the command line's, or its variable's
+        if cache is None or cache.layer == "default" or cache.value != bazel_cache:
+            cache = Setting("--bazel-cache", bazel_cache, "option", "--bazel-cache")
         matrix = _with_bazel_cache(matrix, cache)
         over["defaults.bazel.cache"] = cache
     matrix_settings(matrix, resolved, over)

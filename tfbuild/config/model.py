@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from tfbuild.config.values import AS_GIVEN, Source, unknown
 from tfbuild.errors import SelectionError
+from tfbuild.wording import duration
 
 
 @dataclass(frozen=True)
@@ -135,8 +136,6 @@ class Budget:
     at_least: float = 0.0
 
     def __str__(self) -> str:
-        from tfbuild.wording import duration
-
         if not self.per_config:
             return duration(self.seconds)
         return f"{duration(self.seconds)} per config, at least {duration(self.at_least)}"
